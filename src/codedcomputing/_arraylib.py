@@ -1,0 +1,161 @@
+"""numpy / torch interoperability for the codes: validation at the public boundary and
+linear maps applied in the caller's array type, dtype and device.
+
+torch is never imported here unless the caller already passed a torch tensor.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "is_torch",
+    "check_inputs",
+    "check_results",
+    "apply_matrix",
+    "to_float64",
+    "from_float64",
+    "empty_like_rows",
+]
+
+
+def is_torch(x) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _as_array(x, name: str):
+    """A numpy array or torch tensor; integer and bool data become floating point."""
+    if isinstance(x, (list, tuple)) and x and all(is_torch(item) for item in x):
+        import torch
+
+        x = torch.stack(list(x))
+    if is_torch(x):
+        if not (x.is_floating_point() or x.is_complex()):
+            import torch
+
+            x = x.to(torch.get_default_dtype())
+        return x
+    try:
+        arr = np.asarray(x)
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{name} must be an array-like of numbers: {err}") from None
+    if arr.dtype == object or not np.issubdtype(arr.dtype, np.number) and arr.dtype != bool:
+        raise ValueError(f"{name} must hold numbers, got dtype {arr.dtype}")
+    if not np.issubdtype(arr.dtype, np.inexact):
+        arr = arr.astype(np.float64)
+    return arr
+
+
+def _finite_rows(x) -> np.ndarray:
+    if is_torch(x):
+        mask = x.reshape(x.shape[0], -1).isfinite().all(dim=1)
+        return mask.cpu().numpy()
+    return np.isfinite(x.reshape(x.shape[0], -1)).all(axis=1)
+
+
+def check_inputs(x, num_rows: int, name: str = "X"):
+    """Validate the master's inputs: leading dimension ``num_rows``, all finite."""
+    x = _as_array(x, name)
+    if x.ndim == 0 or x.shape[0] != num_rows:
+        raise ValueError(f"{name} must have leading dimension {num_rows}, got shape {tuple(x.shape)}")
+    bad = ~_finite_rows(x)
+    if bad.any():
+        raise ValueError(f"{name} contains NaN or inf (rows {np.flatnonzero(bad).tolist()[:10]})")
+    return x
+
+
+def check_alive(alive, num_workers: int) -> np.ndarray:
+    """``alive`` as an int64 array; rejects non-integers, out-of-range and duplicate indices."""
+    if is_torch(alive):
+        alive = alive.cpu().numpy()
+    arr = np.asarray(alive)
+    if arr.ndim != 1:
+        raise ValueError(f"alive must be a one-dimensional sequence of worker indices, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if not (np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr))):
+            raise ValueError(f"alive must hold integer worker indices, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    out_of_range = (arr < 0) | (arr >= num_workers)
+    if out_of_range.any():
+        raise ValueError(
+            f"alive has indices outside [0, {num_workers - 1}]: {arr[out_of_range].tolist()[:10]}"
+        )
+    values, counts = np.unique(arr, return_counts=True)
+    if (counts > 1).any():
+        raise ValueError(f"alive has duplicate worker indices: {values[counts > 1].tolist()[:10]}")
+    return arr
+
+
+def check_results(y, alive, num_workers: int):
+    """Validate ``(Y, alive)``; return ``(Y, alive, nonfinite_workers)``.
+
+    Rows of ``Y`` with NaN or inf are dropped (erasures), in the order given.
+    """
+    alive = check_alive(alive, num_workers)
+    if isinstance(y, Sequence) and not isinstance(y, (str, bytes)) and len(y) == 0:
+        y = np.zeros((0,))
+    y = _as_array(y, "Y")
+    if y.ndim == 0 or y.shape[0] != alive.size:
+        raise ValueError(
+            f"Y must have one row per entry of alive: len(Y) = "
+            f"{y.shape[0] if y.ndim else 'scalar'}, len(alive) = {alive.size}"
+        )
+    if alive.size == 0:
+        return y, alive, np.zeros(0, dtype=np.int64)
+    finite = _finite_rows(y)
+    if finite.all():
+        return y, alive, np.zeros(0, dtype=np.int64)
+    keep = np.flatnonzero(finite)
+    return take_rows(y, keep), alive[keep], alive[~finite]
+
+
+def take_rows(x, index: np.ndarray):
+    if is_torch(x):
+        import torch
+
+        return x[torch.as_tensor(index, device=x.device)]
+    return x[index]
+
+
+def apply_matrix(matrix: np.ndarray, x):
+    """``matrix @ x`` over the leading axis of ``x``, in ``x``'s type, dtype and device."""
+    rows = matrix.shape[0]
+    trailing = tuple(x.shape[1:])
+    if is_torch(x):
+        import torch
+
+        m = torch.as_tensor(matrix, dtype=x.dtype, device=x.device)
+        return (m @ x.reshape(x.shape[0], -1)).reshape((rows, *trailing))
+    m = matrix.astype(x.dtype, copy=False)
+    return (m @ x.reshape(x.shape[0], -1)).reshape((rows, *trailing))
+
+
+def to_float64(x) -> np.ndarray:
+    """``x`` flattened to ``(rows, d)`` as a float64 numpy array (host memory)."""
+    if is_torch(x):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x, dtype=np.float64).reshape(x.shape[0], -1)
+
+
+def from_float64(values: np.ndarray, like, rows: int):
+    """``values (rows, d)`` reshaped to ``(rows,) + like.shape[1:]`` in ``like``'s type."""
+    shape = (rows, *tuple(like.shape[1:]))
+    if is_torch(like):
+        import torch
+
+        return torch.as_tensor(values.reshape(shape), dtype=like.dtype, device=like.device)
+    return values.reshape(shape).astype(like.dtype, copy=False)
+
+
+def empty_like_rows(like, rows: int, fill: float):
+    """A ``(rows,) + like.shape[1:]`` array of ``fill`` in ``like``'s type."""
+    shape = (rows, *tuple(like.shape[1:]))
+    if is_torch(like):
+        import torch
+
+        return torch.full(shape, fill, dtype=like.dtype, device=like.device)
+    return np.full(shape, fill, dtype=like.dtype)

@@ -1,0 +1,12 @@
+"""The codes: every one has ``encode(X) -> (N, ...)`` and ``decode(Y, alive) -> (K, ...)``."""
+
+from .bacc import BACC
+from .base import Code
+from .baselines import Replication, Uncoded
+from .gcc import GCC
+from .lcc import LCC
+
+__all__ = ["BACC", "GCC", "LCC", "Code", "Replication", "Uncoded", "CODES"]
+
+# Name -> class, for the CLI and experiments.
+CODES = {cls.name: cls for cls in (GCC, BACC, LCC, Uncoded, Replication)}

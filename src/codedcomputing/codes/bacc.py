@@ -1,0 +1,81 @@
+"""Berrut approximated coded computing (BACC), a baseline."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from scipy.interpolate import FloaterHormannInterpolator
+
+from .. import _arraylib
+from ..points import make_points
+from .base import Code, check_count, check_points
+
+__all__ = ["BACC", "berrut_matrix"]
+
+
+def berrut_matrix(nodes: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """``(len(points), len(nodes))`` matrix of Berrut's rational interpolant.
+
+    ``r(z) = sum_j w_j(z) y_j / sum_j w_j(z)`` with ``w_j(z) = (-1)^rho(j) / (z - nodes_j)``,
+    ``rho(j)`` the rank of node j in sorted order; ``r(nodes_j) = y_j`` exactly. This is the
+    Floater-Hormann interpolant with ``d = 0`` (scipy). No checks are performed.
+    """
+    order = np.argsort(nodes, kind="stable")
+    n = nodes.size
+    if n == 1:
+        return np.ones((points.size, 1))
+    interpolant = FloaterHormannInterpolator(nodes[order], np.eye(n), d=0)
+    matrix = np.empty((points.size, n))
+    matrix[:, order] = interpolant(points)
+    return matrix
+
+
+class BACC(Code):
+    r"""Berrut approximated coded computing.
+
+    Encoder: worker n receives ``u(beta_n)`` with
+    ``u(z) = sum_k w_k(z) x_k / sum_k w_k(z)``, ``w_k(z) = (-1)^k / (z - alpha_k)``.
+    Decoder: the same Berrut interpolant through the returned ``(beta_j, y_j)``, signs
+    ``(-1)^rho(j)`` with ``rho(j)`` the rank of j among the *returned* workers in sorted
+    order, evaluated at ``alpha_k``. No parameters to tune.
+
+    Promise (tested): constant inputs are recovered exactly through any ``f``, from any one
+    or more results (a Berrut interpolant reproduces constants).
+    """
+
+    name = "bacc"
+
+    def __init__(self, num_inputs: int, num_workers: int, *, points: str = "chebyshev", alpha=None, beta=None):
+        self.num_inputs = check_count(num_inputs, "num_inputs", 1)
+        self.num_workers = check_count(num_workers, "num_workers", 2)
+        self.alpha = (
+            make_points(points, self.num_inputs, kind="data")
+            if alpha is None
+            else check_points(alpha, self.num_inputs, "alpha")
+        )
+        self.beta = (
+            make_points(points, self.num_workers, kind="workers")
+            if beta is None
+            else check_points(beta, self.num_workers, "beta")
+        )
+        self.encoder_matrix = berrut_matrix(self.alpha, self.beta)
+        self._decoder_for = lru_cache(maxsize=256)(self._build_decoder)
+
+    def decoder_matrix(self, alive) -> np.ndarray:
+        """The ``(K, len(alive))`` decoding matrix for returned workers ``alive`` (sorted)."""
+        alive = np.sort(_arraylib.check_alive(alive, self.num_workers))
+        self._require(alive, self.min_results)
+        return self._decoder_for(alive.tobytes())
+
+    def _build_decoder(self, alive_bytes: bytes) -> np.ndarray:
+        alive = np.frombuffer(alive_bytes, dtype=np.int64)
+        return berrut_matrix(self.beta[alive], self.alpha)
+
+    def _encode(self, X):
+        return _arraylib.apply_matrix(self.encoder_matrix, X)
+
+    def _decode(self, Y, alive):
+        order = np.argsort(alive, kind="stable")
+        Y = _arraylib.take_rows(Y, order)
+        return _arraylib.apply_matrix(self._decoder_for(alive[order].tobytes()), Y)

@@ -1,0 +1,107 @@
+"""The interface every code shares: ``encode(X) -> (N, ...)`` and ``decode(Y, alive) -> (K, ...)``."""
+
+from __future__ import annotations
+
+import warnings
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import numpy as np
+
+from .. import _arraylib
+from ..errors import InsufficientResultsError, NonFiniteResultWarning
+
+__all__ = ["Code", "check_count"]
+
+
+def check_count(value, name: str, minimum: int) -> int:
+    """``value`` as an int; ``ValueError`` naming ``name`` unless it is an integer >= minimum."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def check_lambda(value, name: str) -> float:
+    try:
+        lam = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}") from None
+    if not np.isfinite(lam) or lam < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return lam
+
+
+def check_points(points, n: int, name: str) -> np.ndarray:
+    pts = np.asarray(points, dtype=np.float64)
+    if pts.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), got {pts.shape}")
+    if not np.all(np.isfinite(pts)):
+        raise ValueError(f"{name} contains NaN or inf")
+    if np.unique(pts).size != n:
+        raise ValueError(f"{name} contains duplicate points")
+    return pts
+
+
+class Code(ABC):
+    """A code for approximate (or exact) coded computing.
+
+    Attributes: ``name`` (lower-case scheme name), ``num_inputs`` (K), ``num_workers`` (N),
+    ``alpha`` (``(K,)``, where input k sits on [-1, 1]), ``beta`` (``(N,)``, where worker n
+    sits), ``min_results`` (fewest usable results ``decode`` accepts).
+
+    ``encode(X)`` takes ``X`` of shape ``(K, ...)`` (numpy array or torch tensor) and returns
+    the ``N`` coded inputs ``(N, ...)`` in the same type, dtype and device. ``decode(Y,
+    alive)`` takes the results ``Y[i]`` of workers ``alive[i]`` (any order, no duplicates)
+    and returns estimates ``(K, ...)`` of ``f(x_k)``. A row of ``Y`` with NaN or inf is an
+    erasure: it is dropped with a :class:`NonFiniteResultWarning`.
+    """
+
+    name: ClassVar[str]
+    num_inputs: int
+    num_workers: int
+    alpha: np.ndarray
+    beta: np.ndarray
+
+    @property
+    def min_results(self) -> int:
+        return 1
+
+    def encode(self, X):
+        X = _arraylib.check_inputs(X, self.num_inputs, "X")
+        return self._encode(X)
+
+    def decode(self, Y, alive):
+        Y, alive = self._usable_results(Y, alive)
+        self._require(alive, self.min_results)
+        return self._decode(Y, alive)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(num_inputs={self.num_inputs}, num_workers={self.num_workers})"
+
+    # -- shared by subclasses -------------------------------------------------------
+
+    def _usable_results(self, Y, alive):
+        Y, alive, dropped = _arraylib.check_results(Y, alive, self.num_workers)
+        if dropped.size:
+            warnings.warn(
+                f"workers {dropped.tolist()[:20]} returned NaN or inf; treated as stragglers",
+                NonFiniteResultWarning,
+                stacklevel=3,
+            )
+        return Y, alive
+
+    def _require(self, alive: np.ndarray, needed: int) -> None:
+        if alive.size < needed:
+            raise InsufficientResultsError(
+                f"{self.name} needs at least {needed} usable results to decode, got {alive.size}",
+                needed=needed,
+                alive=alive.tolist(),
+            )
+
+    @abstractmethod
+    def _encode(self, X): ...
+
+    @abstractmethod
+    def _decode(self, Y, alive: np.ndarray): ...

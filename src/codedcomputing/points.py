@@ -1,0 +1,48 @@
+"""Evaluation points on Omega = [-1, 1], returned sorted ascending.
+
+Data points (where input ``k`` sits, ``alpha``) default to Chebyshev points of the
+first kind, worker points (``beta``) to Chebyshev points of the second kind, which
+include the end points +-1 so that no returned result needs extrapolating when no
+edge worker straggles.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["chebyshev_first", "chebyshev_second", "equispaced", "make_points", "POINT_FAMILIES"]
+
+
+def chebyshev_first(n: int) -> np.ndarray:
+    """``cos((2k - 1) pi / (2n))`` for ``k = 1..n``, sorted ascending (interior of [-1, 1])."""
+    _check_count(n, 1)
+    return np.sort(np.cos((2 * np.arange(1, n + 1) - 1) * np.pi / (2 * n)))
+
+
+def chebyshev_second(n: int) -> np.ndarray:
+    """``cos((j - 1) pi / (n - 1))`` for ``j = 1..n``, sorted ascending (includes +-1)."""
+    _check_count(n, 2)
+    return np.sort(np.cos(np.arange(n) * np.pi / (n - 1)))
+
+
+def equispaced(n: int) -> np.ndarray:
+    """``n`` equally spaced points on [-1, 1], ends included (the midpoint 0 for ``n = 1``)."""
+    _check_count(n, 1)
+    return np.zeros(1) if n == 1 else np.linspace(-1.0, 1.0, n)
+
+
+POINT_FAMILIES = ("chebyshev", "equispaced")
+
+
+def make_points(family: str, n: int, *, kind: str) -> np.ndarray:
+    """Points of ``family`` ('chebyshev' or 'equispaced') for ``kind`` 'data' or 'workers'."""
+    if family == "chebyshev":
+        return chebyshev_first(n) if kind == "data" else chebyshev_second(n)
+    if family == "equispaced":
+        return equispaced(n)
+    raise ValueError(f"points must be one of {POINT_FAMILIES}, got {family!r}")
+
+
+def _check_count(n, minimum: int) -> None:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < minimum:
+        raise ValueError(f"number of points must be an integer >= {minimum}, got {n!r}")
