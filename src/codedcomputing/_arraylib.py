@@ -12,13 +12,13 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
-    "is_torch",
+    "apply_matrix",
     "check_inputs",
     "check_results",
-    "apply_matrix",
-    "to_float64",
-    "from_float64",
     "empty_like_rows",
+    "from_float64",
+    "is_torch",
+    "to_float64",
 ]
 
 
@@ -43,7 +43,7 @@ def _as_array(x, name: str):
         arr = np.asarray(x)
     except (ValueError, TypeError) as err:
         raise ValueError(f"{name} must be an array-like of numbers: {err}") from None
-    if arr.dtype == object or not np.issubdtype(arr.dtype, np.number) and arr.dtype != bool:
+    if arr.dtype == object or (not np.issubdtype(arr.dtype, np.number) and arr.dtype != bool):
         raise ValueError(f"{name} must hold numbers, got dtype {arr.dtype}")
     if not np.issubdtype(arr.dtype, np.inexact):
         arr = arr.astype(np.float64)
@@ -121,17 +121,31 @@ def take_rows(x, index: np.ndarray):
     return x[index]
 
 
-def apply_matrix(matrix: np.ndarray, x):
-    """``matrix @ x`` over the leading axis of ``x``, in ``x``'s type, dtype and device."""
+def apply_matrix(matrix, x):
+    """``matrix @ x`` over the leading axis of ``x``, in ``x``'s type, dtype and device.
+
+    ``matrix`` is a numpy array or a ``scipy.sparse`` array (kept sparse, also in torch).
+    """
     rows = matrix.shape[0]
-    trailing = tuple(x.shape[1:])
+    shape = (rows, *tuple(x.shape[1:]))
+    flat = x.reshape(x.shape[0], -1)
+    sparse = not isinstance(matrix, np.ndarray)
     if is_torch(x):
         import torch
 
-        m = torch.as_tensor(matrix, dtype=x.dtype, device=x.device)
-        return (m @ x.reshape(x.shape[0], -1)).reshape((rows, *trailing))
-    m = matrix.astype(x.dtype, copy=False)
-    return (m @ x.reshape(x.shape[0], -1)).reshape((rows, *trailing))
+        if sparse:
+            csr = matrix.tocsr()
+            m = torch.sparse_csr_tensor(
+                torch.as_tensor(csr.indptr, dtype=torch.int64),
+                torch.as_tensor(csr.indices, dtype=torch.int64),
+                torch.as_tensor(csr.data),
+                size=csr.shape,
+            ).to(dtype=x.dtype, device=x.device)
+        else:
+            m = torch.as_tensor(matrix, dtype=x.dtype, device=x.device)
+        return (m @ flat).reshape(shape)
+    out = matrix.astype(x.dtype, copy=False) @ flat
+    return np.asarray(out).reshape(shape)
 
 
 def to_float64(x) -> np.ndarray:

@@ -6,7 +6,7 @@ import numpy as np
 
 from . import _arraylib
 
-__all__ = ["mse", "relative_accuracy", "accuracy"]
+__all__ = ["accuracy", "mse", "relative_accuracy"]
 
 
 def _rows(x, name: str) -> np.ndarray:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["chebyshev_first", "chebyshev_second", "equispaced", "make_points", "POINT_FAMILIES"]
+__all__ = ["POINT_FAMILIES", "chebyshev_first", "chebyshev_second", "equispaced", "make_points"]
 
 
 def chebyshev_first(n: int) -> np.ndarray:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import cho_solve_banded, cholesky_banded
 
-__all__ = ["NaturalSpline", "fit", "smoothing_matrix", "check_knots"]
+__all__ = ["NaturalSpline", "check_knots", "fit", "smoothing_matrix"]
 
 
 def check_knots(knots, name: str = "knots") -> np.ndarray:
@@ -50,11 +50,11 @@ def check_knots(knots, name: str = "knots") -> np.ndarray:
 class _Smoother:
     """The factorised Reinsch system for sorted, distinct knots. No checks are performed."""
 
-    def __init__(self, t: np.ndarray, lam: float):
+    def __init__(self, t: np.ndarray, l: float):
         n = t.size
         self.t = t
         self.h = np.diff(t)
-        self.l = n * lam  # sum-convention smoothing weight
+        self.l = l  # sum-convention smoothing weight, n * lam
         self.cho = None
         if n > 2:
             h = self.h
@@ -66,24 +66,55 @@ class _Smoother:
             ab[2] = (h[:-1] + h[1:]) / 3.0 + self.l * (q0 * q0 + q1 * q1 + q2 * q2)
             ab[1, 1:] = h[1:-1] / 6.0 + self.l * (q1[:-1] * q0[1:] + q2[:-1] * q1[1:])
             ab[0, 2:] = self.l * (q2[:-2] * q0[2:])
-            self.cho = cholesky_banded(ab, lower=False)
+            self.banded = ab
+            self.cho = cholesky_banded(ab, lower=False, check_finite=False)
+
+    def solve_system(self, rhs: np.ndarray) -> np.ndarray:
+        """``(R + l Q^T Q)^{-1} rhs`` for ``rhs (n - 2, d)``.
+
+        With ``l > 0`` the banded matrix can be ill-conditioned (clustered knots, large lam)
+        and forming ``Q^T Q`` loses digits of ``R``: one step of iterative refinement, with
+        the residual computed from ``R`` and ``Q`` separately, restores them.
+        """
+        x = cho_solve_banded((self.cho, False), rhs, check_finite=False)
+        if self.l == 0.0:  # R alone is diagonally dominant
+            return x
+        residual = rhs - self.apply_r(x) - self.l * self.apply_qt(self.apply_q(x))
+        return x + cho_solve_banded((self.cho, False), residual, check_finite=False)
+
+    def apply_r(self, x: np.ndarray) -> np.ndarray:
+        """``R x`` for interior values ``x (n - 2, d)``."""
+        h = self.h[:, None]
+        out = (h[:-1] + h[1:]) / 3.0 * x
+        out[:-1] += h[1:-1] / 6.0 * x[1:]
+        out[1:] += h[1:-1] / 6.0 * x[:-1]
+        return out
+
+    def apply_q(self, x: np.ndarray) -> np.ndarray:
+        """``Q x`` (``(n, d)``) for interior values ``x (n - 2, d)``."""
+        full = np.zeros((x.shape[0] + 2, *x.shape[1:]))
+        full[1:-1] = x
+        jumps = np.diff(full, axis=0) / self.h[:, None]
+        out = np.empty_like(full)  # differences of the slope jumps, padded with zeros
+        out[0] = jumps[0]
+        out[1:-1] = np.diff(jumps, axis=0)
+        out[-1] = -jumps[-1]
+        return out
+
+    def apply_qt(self, w: np.ndarray) -> np.ndarray:
+        """``Q^T w`` (``(n - 2, d)``): second divided differences of ``w (n, d)``."""
+        return np.diff(np.diff(w, axis=0) / self.h[:, None], axis=0)
 
     def solve(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Knot values ``g`` and second derivatives ``gamma`` (both ``(n, d)``) for ``y (n, d)``."""
-        n = self.t.size
+        if self.t.size == 2:
+            return y, np.zeros_like(y)
+        gamma_inner = self.solve_system(self.apply_qt(y))
         gamma = np.zeros_like(y)
-        if n == 2:
-            return y, gamma
-        slopes = np.diff(y, axis=0) / self.h[:, None]
-        gamma[1:-1] = cho_solve_banded((self.cho, False), np.diff(slopes, axis=0), check_finite=False)
+        gamma[1:-1] = gamma_inner
         if self.l == 0.0:
             return y, gamma
-        jumps = np.diff(gamma, axis=0) / self.h[:, None]
-        q_gamma = np.empty_like(y)  # Q gamma = diff of the slope jumps, padded with zeros
-        q_gamma[0] = jumps[0]
-        q_gamma[1:-1] = np.diff(jumps, axis=0)
-        q_gamma[-1] = -jumps[-1]
-        return y - self.l * q_gamma, gamma
+        return y - self.l * self.apply_q(gamma_inner), gamma
 
 
 @dataclass(frozen=True)
@@ -95,7 +126,7 @@ class _Stencil:
     weights: np.ndarray  # (len(z), 4)
 
     @classmethod
-    def build(cls, t: np.ndarray, z: np.ndarray) -> "_Stencil":
+    def build(cls, t: np.ndarray, z: np.ndarray) -> _Stencil:
         n = t.size
         i = np.clip(np.searchsorted(t, z, side="right") - 1, 0, n - 2)
         h = t[i + 1] - t[i]
@@ -113,10 +144,7 @@ class _Stencil:
 
     def apply(self, g: np.ndarray, gamma: np.ndarray) -> np.ndarray:
         i, w = self.index, self.weights
-        return (
-            w[:, 0:1] * g[i] + w[:, 1:2] * g[i + 1] + w[:, 2:3] * gamma[i] + w[:, 3:4] * gamma[i + 1]
-        )
-
+        return w[:, 0:1] * g[i] + w[:, 1:2] * g[i + 1] + w[:, 2:3] * gamma[i] + w[:, 3:4] * gamma[i + 1]
 
 
 class NaturalSpline:
@@ -157,49 +185,126 @@ def fit(knots, values, lam: float = 0.0) -> NaturalSpline:
     t, order = _sorted_problem(knots, lam)
     y = np.asarray(values, dtype=np.float64)
     if y.ndim == 0 or y.shape[0] != t.size:
-        raise ValueError(f"values must have leading dimension {t.size} (one row per knot), got shape {y.shape}")
+        raise ValueError(
+            f"values must have leading dimension {t.size} (one row per knot), got shape {y.shape}"
+        )
     if not np.all(np.isfinite(y)):
         raise ValueError("values contains NaN or inf")
     flat = y[order].reshape(t.size, -1)
-    g, gamma = _Smoother(t, float(lam)).solve(flat)
-    shape = (t.size,) + y.shape[1:]
+    g, gamma = _Smoother(t, t.size * float(lam)).solve(flat)
+    shape = (t.size, *y.shape[1:])
     return NaturalSpline(t, g.reshape(shape), gamma.reshape(shape))
 
 
-def smoothing_matrix(knots, lam: float, points) -> np.ndarray:
-    """The matrix ``S`` (``len(points) x n``) with ``S @ y = fit(knots, y, lam)(points)``.
+def smoothing_matrix(knots, lam: float, points, *, tol: float = 0.0):
+    """The linear map ``S`` (``len(points) x n``) with ``S @ y = fit(knots, y, lam)(points)``.
 
-    Rows follow ``points``, columns follow ``knots`` in the order given. Built in
-    ``O(n (n + len(points)))`` from the banded solve applied to the identity.
+    Rows follow ``points``, columns follow ``knots`` in the order given.
+
+    With ``tol = 0`` it is exact and dense, built in ``O(n len(points))`` through the adjoint
+    (one banded solve with a right-hand side per point). With ``tol > 0`` it is a
+    ``scipy.sparse.csr_array`` in which each row keeps only the entries of magnitude at
+    least ``tol`` times the row's largest, built in time linear in ``n + len(points)``:
+    a smoothing spline's weights decay exponentially away from the evaluation point, so
+    each group of nearby points is solved on a window of knots that is widened until the
+    weights at its edges fall below ``tol`` (the effect of cutting the window there is of
+    that order).
     """
     t, order = _sorted_problem(knots, lam)
     z = np.asarray(points, dtype=np.float64).ravel()
     if not np.all(np.isfinite(z)):
         raise ValueError("points contains NaN or inf")
-    g, gamma = _Smoother(t, float(lam)).solve(np.eye(t.size))
-    s_sorted = _Stencil.build(t, z).apply(g, gamma)
-    s = np.empty_like(s_sorted)
-    s[:, order] = s_sorted
+    tol = float(tol)
+    if not 0.0 <= tol < 1.0:
+        raise ValueError(f"tol must lie in [0, 1), got {tol}")
+    l = t.size * float(lam)
+    if tol == 0.0:
+        s = np.empty((z.size, t.size))
+        s[:, order] = _dense_map(t, l, z)
+        return s
+    s = _local_map(t, l, z, tol)
+    if not np.array_equal(order, np.arange(t.size)):
+        s = s[:, np.argsort(order)]
     return s
 
 
-class LinearSmoother:
-    """``y -> fit(knots, y, lam)(points)`` for fixed knots and points, prepared once.
+def _dense_map(t: np.ndarray, l: float, z: np.ndarray) -> np.ndarray:
+    """Exact ``(len(z), n)`` map for sorted knots ``t`` and sum-convention weight ``l``.
 
-    Applies in ``O((n + len(points)) d)`` through the cached banded factorisation.
-    No checks are performed: ``knots`` must be valid (:func:`check_knots`) and ``y`` a
-    finite ``(n, d)`` array with rows in the order of ``knots``.
+    Row p is ``a_g + Q M^{-1} (a_gamma - l Q^T a_g)`` where ``u(z_p) = a_g . g + a_gamma .
+    gamma`` is the evaluation stencil (adjoint of the Reinsch solve). No checks are performed.
     """
+    n, num_points = t.size, z.size
+    stencil = _Stencil.build(t, z)
+    cols = np.arange(num_points)
+    a_g = np.zeros((n, num_points))
+    a_gamma = np.zeros((n, num_points))
+    a_g[stencil.index, cols] = stencil.weights[:, 0]
+    a_g[stencil.index + 1, cols] = stencil.weights[:, 1]
+    a_gamma[stencil.index, cols] = stencil.weights[:, 2]
+    a_gamma[stencil.index + 1, cols] = stencil.weights[:, 3]
+    if n == 2:
+        return a_g.T
+    smoother = _Smoother(t, l)
+    rhs = a_gamma[1:-1]
+    if l != 0.0:
+        rhs = rhs - l * smoother.apply_qt(a_g)
+    q_v = smoother.apply_q(smoother.solve_system(rhs))
+    return (a_g + q_v).T
 
-    def __init__(self, knots: np.ndarray, lam: float, points: np.ndarray):
-        self.order = np.argsort(knots, kind="stable")
-        t = knots[self.order]
-        self._sorted_identity = bool(np.all(self.order == np.arange(t.size)))
-        self._smoother = _Smoother(t, float(lam))
-        self._stencil = _Stencil.build(t, np.asarray(points, dtype=np.float64))
 
-    def __call__(self, y: np.ndarray) -> np.ndarray:
-        if not self._sorted_identity:
-            y = y[self.order]
-        g, gamma = self._smoother.solve(y)
-        return self._stencil.apply(g, gamma)
+# Window geometry for _local_map: points are grouped into tiles of knot intervals, each
+# solved on its tile plus _HALO knots each side (doubled until the edge weights are < tol).
+# Tile width balances per-tile overhead (~n / tile calls) against work (~points * tile).
+_HALO = 32
+
+
+def _tile_width(n: int, num_points: int) -> int:
+    return int(np.clip(np.sqrt(8000.0 * n / max(num_points, 1)), 16, n))
+
+
+def _truncated(dense: np.ndarray, tol: float):
+    from scipy.sparse import csr_array
+
+    dense[np.abs(dense) < tol * np.abs(dense).max(axis=1, keepdims=True)] = 0.0
+    return csr_array(dense)
+
+
+def _local_map(t: np.ndarray, l: float, z: np.ndarray, tol: float):
+    """Truncated sparse map (see :func:`smoothing_matrix`). No checks are performed."""
+    from scipy.sparse import csr_array
+
+    n = t.size
+    tile_width = _tile_width(n, z.size)
+    if n <= tile_width + 2 * _HALO + 2:
+        return _truncated(_dense_map(t, l, z), tol)
+    interval = np.clip(np.searchsorted(t, z, side="right") - 1, 0, n - 2)
+    tile_of_point = interval // tile_width
+    order = np.argsort(tile_of_point, kind="stable")
+    bounds = np.searchsorted(tile_of_point[order], np.arange(tile_of_point.max() + 2))
+    rows, cols, vals = [], [], []
+    halo = _HALO  # carried from tile to tile: neighbouring tiles need similar windows
+    for tile in range(bounds.size - 1):
+        members = order[bounds[tile] : bounds[tile + 1]]
+        if members.size == 0:
+            continue
+        first = tile * tile_width
+        last = min(first + tile_width, n - 1)  # knots first..last bracket the tile's intervals
+        while True:
+            lo, hi = max(0, first - halo), min(n, last + 1 + halo)
+            block = _dense_map(t[lo:hi], l, z[members])
+            scale = tol * np.abs(block).max(axis=1)
+            cut_left = lo > 0 and np.any(np.abs(block[:, :2]).max(axis=1) > scale)
+            cut_right = hi < n and np.any(np.abs(block[:, -2:]).max(axis=1) > scale)
+            if not (cut_left or cut_right):
+                break
+            halo *= 2
+            if 2 * halo >= n:  # the weights barely decay: the global map is cheaper
+                return _truncated(_dense_map(t, l, z), tol)
+        keep = np.abs(block) >= scale[:, None]
+        r, c = np.nonzero(keep)
+        rows.append(members[r])
+        cols.append(c + lo)
+        vals.append(block[r, c])
+    rows, cols, vals = (np.concatenate(a) for a in (rows, cols, vals))
+    return csr_array((vals, (rows, cols)), shape=(z.size, n))

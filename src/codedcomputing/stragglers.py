@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["random", "contiguous", "bernoulli"]
+__all__ = ["bernoulli", "contiguous", "random"]
 
 
 def _check(num_workers, num_stragglers=None):

@@ -6,7 +6,7 @@ from .baselines import Replication, Uncoded
 from .gcc import GCC
 from .lcc import LCC
 
-__all__ = ["BACC", "GCC", "LCC", "Code", "Replication", "Uncoded", "CODES"]
+__all__ = ["BACC", "CODES", "GCC", "LCC", "Code", "Replication", "Uncoded"]
 
 # Name -> class, for the CLI and experiments.
 CODES = {cls.name: cls for cls in (GCC, BACC, LCC, Uncoded, Replication)}

@@ -45,8 +45,11 @@ class BACC(Code):
     """
 
     name = "bacc"
+    description = "Berrut approximated coded computing: rational interpolation, no tuning"
 
-    def __init__(self, num_inputs: int, num_workers: int, *, points: str = "chebyshev", alpha=None, beta=None):
+    def __init__(
+        self, num_inputs: int, num_workers: int, *, points: str = "chebyshev", alpha=None, beta=None
+    ):
         self.num_inputs = check_count(num_inputs, "num_inputs", 1)
         self.num_workers = check_count(num_workers, "num_workers", 2)
         self.alpha = (

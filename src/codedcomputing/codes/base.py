@@ -47,7 +47,8 @@ def check_points(points, n: int, name: str) -> np.ndarray:
 class Code(ABC):
     """A code for approximate (or exact) coded computing.
 
-    Attributes: ``name`` (lower-case scheme name), ``num_inputs`` (K), ``num_workers`` (N),
+    Attributes: ``name`` (lower-case scheme name), ``description`` (one line),
+    ``num_inputs`` (K), ``num_workers`` (N),
     ``alpha`` (``(K,)``, where input k sits on [-1, 1]), ``beta`` (``(N,)``, where worker n
     sits), ``min_results`` (fewest usable results ``decode`` accepts).
 
@@ -59,6 +60,7 @@ class Code(ABC):
     """
 
     name: ClassVar[str]
+    description: ClassVar[str]
     num_inputs: int
     num_workers: int
     alpha: np.ndarray

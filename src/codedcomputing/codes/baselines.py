@@ -9,7 +9,7 @@ from ..errors import MissingResultsError
 from ..points import make_points
 from .base import Code, check_count
 
-__all__ = ["Uncoded", "Replication"]
+__all__ = ["Replication", "Uncoded"]
 
 
 class _Assignment(Code):
@@ -76,6 +76,7 @@ class Uncoded(_Assignment):
     """
 
     name = "uncoded"
+    description = "Uncoded: N = K workers, a straggler's input is lost"
 
     def __init__(self, num_inputs: int):
         super().__init__(num_inputs, 1)
@@ -93,6 +94,7 @@ class Replication(_Assignment):
     """
 
     name = "replication"
+    description = "Replication: each input on r workers, the first copy to arrive wins"
 
     def __init__(self, num_inputs: int, replicas: int = 2):
         super().__init__(num_inputs, replicas)

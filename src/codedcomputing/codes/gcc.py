@@ -8,43 +8,35 @@ import numpy as np
 
 from .. import _arraylib
 from ..points import make_points
-from ..spline import LinearSmoother, smoothing_matrix
+from ..spline import smoothing_matrix
 from .base import Code, check_count, check_lambda, check_points
 
 __all__ = ["GCC", "SmoothingMap"]
 
-# A linear map rows x cols is applied as a dense matmul when rows * cols is at most this
-# multiple of rows + cols, else through the O(rows + cols) banded solve. The crossover was
-# measured with benchmarks/bench_core.py (see the README's performance section).
-DENSE_CROSSOVER = 48
+# Spline weights below TRUNCATION times their row's largest are dropped (a relative change of
+# the same order: far below float32 resolution; see spline.smoothing_matrix). A map that
+# keeps more than DENSE_FRACTION of its entries is stored dense.
+TRUNCATION = 1e-14
+DENSE_FRACTION = 0.25
 
 
 class SmoothingMap:
     """``Y -> spline(knots, Y, lam)(points)`` applied to numpy arrays or torch tensors.
 
-    Small maps are a cached dense matrix (a matmul in the caller's dtype and device); large
-    ones use the O(n) banded solve in float64 on the host. No checks are performed.
+    The map is a matrix built once, in time linear in ``len(knots) + len(points)``: the
+    weights decay exponentially away from each point, so it is sparse for many knots and
+    dense for few. It is applied in the caller's type, dtype and device. No checks are
+    performed.
     """
 
     def __init__(self, knots: np.ndarray, lam: float, points: np.ndarray):
         self.knots, self.lam, self.points = knots, lam, points
-        rows, cols = points.size, knots.size
-        self.dense = rows * cols <= DENSE_CROSSOVER * (rows + cols)
-        self._matrix = smoothing_matrix(knots, lam, points) if self.dense else None
-        self._smoother = None if self.dense else LinearSmoother(knots, lam, points)
-
-    @property
-    def matrix(self) -> np.ndarray:
-        """The map as a dense ``(len(points), len(knots))`` matrix (built on demand)."""
-        if self._matrix is None:
-            self._matrix = smoothing_matrix(self.knots, self.lam, self.points)
-        return self._matrix
+        self.matrix = smoothing_matrix(knots, lam, points, tol=TRUNCATION)
+        if self.matrix.nnz > DENSE_FRACTION * points.size * knots.size:
+            self.matrix = self.matrix.toarray()
 
     def __call__(self, y):
-        if self.dense:
-            return _arraylib.apply_matrix(self._matrix, y)
-        out = self._smoother(_arraylib.to_float64(y))
-        return _arraylib.from_float64(out, y, self.points.size)
+        return _arraylib.apply_matrix(self.matrix, y)
 
 
 class GCC(Code):
@@ -77,6 +69,7 @@ class GCC(Code):
     """
 
     name = "gcc"
+    description = "General Coded Computing: smoothing-spline encoder and decoder (Moradi et al.)"
 
     def __init__(
         self,

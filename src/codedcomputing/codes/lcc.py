@@ -34,16 +34,24 @@ class LCC(Code):
     ``(beta_j, y_j)``, evaluated at ``alpha_k``.
 
     Promise (tested): exact (to rounding) for such ``f`` from any ``recovery_threshold`` or
-    more results. Below the threshold ``decode`` raises :class:`~codedcomputing.errors.InsufficientResultsError`
+    more results. Below the threshold ``decode`` raises
+    :class:`~codedcomputing.errors.InsufficientResultsError`
     unless called with ``best_effort=True``, which returns the interpolant through the
     results that did arrive (LCC's breakdown, for plots).
     """
 
     name = "lcc"
+    description = "Lagrange coded computing: exact for polynomial f from (K-1)*degree+1 results"
 
     def __init__(
-        self, num_inputs: int, num_workers: int, degree: int = 1, *, points: str = "chebyshev",
-        alpha=None, beta=None,
+        self,
+        num_inputs: int,
+        num_workers: int,
+        degree: int = 1,
+        *,
+        points: str = "chebyshev",
+        alpha=None,
+        beta=None,
     ):
         self.num_inputs = check_count(num_inputs, "num_inputs", 1)
         self.num_workers = check_count(num_workers, "num_workers", 2)
@@ -92,4 +100,3 @@ class LCC(Code):
 
     def _decode(self, Y, alive):
         return _arraylib.apply_matrix(lagrange_matrix(self.beta[alive], self.alpha), Y)
-
