@@ -28,7 +28,7 @@ import codedcomputing as cc
 def median_times(fns: dict, repeats: int) -> dict:
     """Median seconds of each callable, timed round-robin so they share the machine's noise."""
     times = {name: [] for name in fns}
-    for name, fn in fns.items():  # warm-up
+    for fn in fns.values():  # warm-up
         fn()
     for _ in range(repeats):
         for name, fn in fns.items():
@@ -144,7 +144,10 @@ def versus_bacc(repeats, rng):
     )
     for kind in ("fresh", "cached"):
         g, b = t[f"gcc {kind}"], t[f"bacc {kind}"]
-        print(f"  encode + decode, {kind} alive set: GCC {g * 1e6:.0f}, BACC {b * 1e6:.0f}  -> GCC/BACC {g / b:.2f}")
+        print(
+            f"  encode + decode, {kind} alive set: GCC {g * 1e6:.0f}, BACC {b * 1e6:.0f}"
+            f"  -> GCC/BACC {g / b:.2f}"
+        )
 
 
 def main() -> None:

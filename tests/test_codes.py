@@ -2,7 +2,9 @@
 
 The conformance part runs every entry of ``SPECS``; the code-specific part checks what each
 docstring promises (LCC exactness, GCC affine reproduction, BACC constants, uncoded and
-replication copying) and GCC's two decoder paths (dense matrix and banded solve).
+replication copying), agreement with independent references (scipy splines, Berrut's
+formula) and that GCC's two paths for its linear maps (a dense matrix for small maps, a
+large-map path for big ones) agree.
 """
 
 from __future__ import annotations
@@ -362,10 +364,6 @@ def test_gcc_rejects_bad_lambda(param, bad):
         cc.GCC(K, N, **{param: bad})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="check_lambda uses float(value), so a numeric *string* such as '0.1' is accepted as a lambda",
-)
 @pytest.mark.parametrize("param", ["lambda_enc", "lambda_dec"])
 def test_gcc_rejects_numeric_string_lambda(param):
     with pytest.raises(ValueError, match=param):
@@ -465,6 +463,46 @@ def test_gcc_single_input_is_copied_to_every_worker(points):
     np.testing.assert_allclose(est, np.tanh(x), rtol=1e-12)
 
 
+def scipy_spline_reference(knots, values, lam: float, z) -> np.ndarray:
+    """The GCC docstring's minimiser, from scipy: natural cubic (smoothing) spline through
+    sorted ``knots`` with the mean-convention ``lam`` (scipy's ``lam = n * lam``), evaluated at
+    ``z`` and extended linearly outside ``[knots[0], knots[-1]]``."""
+    from scipy.interpolate import CubicSpline, make_smoothing_spline
+
+    t = np.asarray(knots)
+    if lam == 0:
+        spline = CubicSpline(t, values, bc_type="natural")
+    else:
+        spline = make_smoothing_spline(t, values, lam=t.size * lam)
+    slope = spline.derivative()
+    out = np.asarray(spline(np.clip(z, t[0], t[-1])))
+    for end, side in ((t[0], z < t[0]), (t[-1], z > t[-1])):
+        out[side] = spline(end) + slope(end) * (z[side] - end)[:, None]
+    return out
+
+
+@pytest.mark.parametrize("lambdas", [(0.0, 0.0), (1e-3, 1e-4), (1e-2, 3e-2)], ids=str)
+@pytest.mark.parametrize("points", ["chebyshev", "equispaced"])
+def test_gcc_matches_scipy_smoothing_splines(lambdas, points):
+    # an independent reference for both maps, including linear extrapolation: beta = +-1 lie
+    # outside the data points, and decoding without the edge workers extrapolates to alpha
+    code = cc.GCC(K, N, *lambdas, points=points)
+    rng = np.random.default_rng(17)
+    X = rng.standard_normal((K, 3))
+    coded = code.encode(X)
+    ref = scipy_spline_reference(code.alpha, X, code.lambda_enc, code.beta)
+    np.testing.assert_allclose(coded, ref, rtol=0, atol=1e-9 * np.max(np.abs(ref)))
+    for alive in (
+        np.arange(N),
+        np.arange(2, N - 3),
+        np.sort(rng.choice(np.arange(1, N - 1), 8, replace=False)),
+    ):
+        Y = np.sin(3 * coded[alive])
+        est = code.decode(Y, alive)
+        ref = scipy_spline_reference(code.beta[alive], Y, code.lambda_dec, code.alpha)
+        np.testing.assert_allclose(est, ref, rtol=0, atol=1e-9 * np.max(np.abs(ref)))
+
+
 def _gcc_vs_bacc(seed: int) -> tuple[float, float]:
     rng = np.random.default_rng(seed)
     k, d, n = 10, 20, 50
@@ -535,6 +573,9 @@ def test_gcc_large_encoder_matches_spline_fit(big_gcc):
     coded_t = code.encode(torch.tensor(X, dtype=torch.float32))
     assert coded_t.dtype == torch.float32
     np.testing.assert_allclose(coded_t.numpy(), ref, rtol=1e-4, atol=1e-5)
+    coded_32 = code.encode(X.astype(np.float32))
+    assert coded_32.dtype == np.float32
+    np.testing.assert_allclose(coded_32, ref, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(
         apply_map_matrix(code.encoder, X.reshape(300, -1)).reshape(coded.shape), coded, rtol=0, atol=1e-10
     )
@@ -567,6 +608,12 @@ def test_gcc_dense_and_large_decoders_match_spline_fit(big_gcc):
         np.testing.assert_allclose(code.decode(Y[perm], alive[perm]), est, rtol=0, atol=1e-12 * scale)
         est_t = code.decode(torch.tensor(Y[perm]), alive[perm])
         np.testing.assert_allclose(est_t.numpy(), est, rtol=0, atol=1e-12 * scale)
+        # float32: rounding amplified by ||map||_inf (~1.5e5 extrapolating from workers 10, 11)
+        norm = float(np.max(np.asarray(abs(decoder.matrix).sum(axis=1))))
+        for Y32 in (Y.astype(np.float32), torch.tensor(Y, dtype=torch.float32)):
+            est_32 = code.decode(Y32, alive)
+            assert_same_kind(est_32, Y32)
+            np.testing.assert_allclose(to_numpy(est_32), est, rtol=0, atol=1e-5 * norm * np.max(np.abs(Y)))
     assert paths[-1] is True, "two results must take the dense path"
     if large_path_expected(code):
         assert paths[0] is False, "a large alive set must take the large-map path"
@@ -675,6 +722,37 @@ def test_bacc_reproduces_constants_through_any_f(k, n, points):
         for _ in range(3):
             alive = rng.choice(n, size, replace=False)
             assert rel_err(decode_quietly(code, Y[alive], alive), truth) < 1e-9
+
+
+def berrut_reference(nodes, values, z) -> np.ndarray:
+    """BACC's docstring formula: ``sum_j w_j y_j / sum_j w_j`` with ``w_j = (-1)^rank(j) /
+    (z - nodes_j)``, rank among ``nodes`` in sorted order; the node's value at a node."""
+    nodes, values = np.asarray(nodes), np.asarray(values)
+    signs = np.empty(nodes.size)
+    signs[np.argsort(nodes)] = (-1.0) ** np.arange(nodes.size)
+    out = np.empty((z.size, *values.shape[1:]))
+    for i, zi in enumerate(z):
+        hit = np.flatnonzero(zi == nodes)
+        if hit.size:
+            out[i] = values[hit[0]]
+            continue
+        w = signs / (zi - nodes)
+        out[i] = np.tensordot(w, values, axes=1) / w.sum()
+    return out
+
+
+@pytest.mark.parametrize(("k", "n"), [(6, 20), (3, 7), (10, 50)])
+def test_bacc_is_berrut_interpolation(k, n):
+    code = cc.BACC(k, n)
+    rng = np.random.default_rng(18)
+    X = rng.standard_normal((k, 2))
+    coded = code.encode(X)
+    np.testing.assert_allclose(coded, berrut_reference(code.alpha, X, code.beta), rtol=0, atol=1e-12)
+    for size in (1, 2, 3, n // 2, n - 1, n):
+        alive = rng.choice(n, size, replace=False)  # unsorted: signs follow the rank, not alive order
+        Y = rng.standard_normal((size, 2))
+        ref = berrut_reference(code.beta[alive], Y, code.alpha)
+        np.testing.assert_allclose(code.decode(Y, alive), ref, rtol=0, atol=1e-12 * np.max(np.abs(ref)))
 
 
 # == uncoded and replication ==============================================================

@@ -7,6 +7,7 @@ torch is never imported here unless the caller already passed a torch tensor.
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -135,12 +136,15 @@ def apply_matrix(matrix, x):
 
         if sparse:
             csr = matrix.tocsr()
-            m = torch.sparse_csr_tensor(
-                torch.as_tensor(csr.indptr, dtype=torch.int64),
-                torch.as_tensor(csr.indices, dtype=torch.int64),
-                torch.as_tensor(csr.data),
-                size=csr.shape,
-            ).to(dtype=x.dtype, device=x.device)
+            with warnings.catch_warnings():  # "sparse CSR support is in beta"
+                warnings.simplefilter("ignore", UserWarning)
+                m = torch.sparse_csr_tensor(
+                    torch.as_tensor(csr.indptr, dtype=torch.int64),
+                    torch.as_tensor(csr.indices, dtype=torch.int64),
+                    torch.as_tensor(csr.data),
+                    size=csr.shape,
+                    check_invariants=False,  # built by scipy, valid by construction
+                ).to(dtype=x.dtype, device=x.device)
         else:
             m = torch.as_tensor(matrix, dtype=x.dtype, device=x.device)
         return (m @ flat).reshape(shape)

@@ -9,37 +9,38 @@ from . import _arraylib
 __all__ = ["accuracy", "mse", "relative_accuracy"]
 
 
-def _rows(x, name: str) -> np.ndarray:
+def _as_array(x, name: str) -> np.ndarray:
     if _arraylib.is_torch(x):
         x = x.detach().cpu().numpy()
     arr = np.asarray(x, dtype=np.float64)
     if arr.ndim == 0:
         raise ValueError(f"{name} must have a leading dimension (one row per input)")
-    return arr.reshape(arr.shape[0], -1)
+    return arr
 
 
-def _same_shape(est, truth):
-    if est.shape != truth.shape:
-        raise ValueError(f"est and truth must have the same shape, got {est.shape} and {truth.shape}")
+def _paired_rows(est, truth) -> tuple[np.ndarray, np.ndarray]:
+    e, t = _as_array(est, "est"), _as_array(truth, "truth")
+    if e.shape != t.shape:
+        raise ValueError(f"est and truth must have the same shape, got {e.shape} and {t.shape}")
+    return e.reshape(e.shape[0], -1), t.reshape(t.shape[0], -1)
 
 
 def mse(est, truth) -> float:
     """Mean over the K inputs of the squared error norm ``||est_k - truth_k||^2``."""
-    e, t = _rows(est, "est"), _rows(truth, "truth")
-    _same_shape(e, t)
+    e, t = _paired_rows(est, truth)
     return float(np.mean(np.sum((e - t) ** 2, axis=1)))
 
 
 def relative_accuracy(est, truth) -> float:
     """Fraction of inputs whose argmax of ``est`` matches the argmax of ``truth`` = f(x)."""
-    e, t = _rows(est, "est"), _rows(truth, "truth")
-    _same_shape(e, t)
+    e, t = _paired_rows(est, truth)
     return float(np.mean(np.argmax(e, axis=1) == np.argmax(t, axis=1)))
 
 
 def accuracy(est, labels) -> float:
     """Fraction of inputs whose argmax of ``est`` equals the integer label."""
-    e = _rows(est, "est")
+    e = _as_array(est, "est")
+    e = e.reshape(e.shape[0], -1)
     y = np.asarray(labels.detach().cpu().numpy() if _arraylib.is_torch(labels) else labels).ravel()
     if y.shape[0] != e.shape[0]:
         raise ValueError(f"labels must have one entry per row of est ({e.shape[0]}), got {y.shape[0]}")

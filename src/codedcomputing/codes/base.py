@@ -24,10 +24,9 @@ def check_count(value, name: str, minimum: int) -> int:
 
 
 def check_lambda(value, name: str) -> float:
-    try:
-        lam = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number >= 0, got {value!r}") from None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+    lam = float(value)
     if not np.isfinite(lam) or lam < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     return lam
