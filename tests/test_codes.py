@@ -531,15 +531,13 @@ def test_gcc_beats_bacc_on_smooth_f_in_the_median():
 
 
 def uses_dense_path(smap) -> bool:
-    """Whether a GCC SmoothingMap applies a dense matrix (else its large-map path)."""
-    if hasattr(smap, "dense"):
-        return bool(smap.dense)
-    return isinstance(smap.matrix, np.ndarray)
+    """Whether a GCC SmoothingMap applies one dense matrix (else its large-map path)."""
+    return smap.dense
 
 
 def apply_map_matrix(smap, y: np.ndarray) -> np.ndarray:
-    """``smap.matrix @ y`` for 2-D ``y``, whatever the matrix's storage."""
-    return np.asarray(smap.matrix @ y)
+    """``smap.linear_map @ y`` for 2-D ``y``, whatever the matrix's storage."""
+    return np.asarray(smap.linear_map @ y)
 
 
 @pytest.fixture(scope="module", params=[(0.0, 0.0), (1e-4, 1e-5)], ids=["interpolating", "smoothing"])

@@ -105,3 +105,46 @@ def test_small_weights_are_flushed_so_float32_stays_normal():
     matrix = code.encoder.matrix
     nonzero = np.abs(matrix[matrix != 0])
     assert nonzero.min() >= TRUNCATION * np.abs(matrix).max() * 1e-3
+
+
+@pytest.mark.parametrize("lam", [0.0, 1e-7, 1e-3])
+def test_second_derivative_map_gives_the_fits_second_derivatives(lam):
+    """smoothing_matrix(..., derivative=2) at the knots equals fit(...).second_derivatives,
+    and it is zero beyond the end knots (the spline is linear there)."""
+    rng = np.random.default_rng(4)
+    knots = rng.permutation(chebyshev_subset(rng, 300, 30))
+    y = rng.normal(size=(300, 2))
+    spl = fit(knots, y, lam)
+    for tol in (0.0, 1e-14):
+        curvature = smoothing_matrix(knots, lam, np.sort(knots), tol=tol, derivative=2)
+        got = np.asarray(curvature @ y)
+        assert np.abs(got - spl.second_derivatives).max() < 1e-9 * np.abs(spl.second_derivatives).max()
+    outside = smoothing_matrix(knots, lam, [-2.0, 3.0], derivative=2)
+    assert np.all(outside == 0.0)
+    with pytest.raises(ValueError, match="derivative"):
+        smoothing_matrix(knots, lam, [0.0], derivative=1)
+
+
+def test_evaluation_matrix_evaluates_from_values_and_second_derivatives():
+    """evaluation_matrix(knots, z) @ [g; gamma] == the spline at z, inside and outside."""
+    rng = np.random.default_rng(5)
+    knots = rng.permutation(np.linspace(-1, 1, 25))
+    spl = fit(knots, rng.normal(size=(25, 3)), 1e-4)
+    z = np.concatenate([[-1.3], np.linspace(-1, 1, 41), [1.2]])
+    order = np.argsort(np.argsort(knots))  # spl stores sorted knots; map back to the given order
+    coefficients = np.vstack([spl.values[order], spl.second_derivatives[order]])
+    matrix = cc.spline.evaluation_matrix(knots, z)
+    assert matrix.shape == (z.size, 50) and np.all(np.diff(matrix.indptr) <= 4)
+    assert np.abs(matrix @ coefficients - spl(z)).max() < 1e-12
+
+
+@pytest.mark.parametrize("lam", [0.0, 1e-6])
+def test_encoder_with_many_more_workers_than_inputs_is_applied_in_two_stages(lam):
+    """N >> K: the encoder fits the knots first, then evaluates at the workers; same numbers."""
+    code = cc.GCC(200, 2000, lambda_enc=lam)
+    assert code.encoder.two_stage
+    assert code.encoder.matrix.shape == (400, 200) and code.encoder.evaluation.shape == (2000, 400)
+    X = np.random.default_rng(6).normal(size=(200, 4))
+    expected = fit(code.alpha, X, lam)(code.beta)
+    assert np.abs(code.encode(X) - expected).max() < 1e-10 * np.abs(expected).max()
+    assert not cc.GCC(200, 300).encoder.two_stage  # few more points than knots: one map

@@ -119,19 +119,24 @@ class _Smoother:
 
 @dataclass(frozen=True)
 class _Stencil:
-    """Evaluation of a spline at points ``z`` as four weights on ``g[i], g[i+1],
-    gamma[i], gamma[i+1]``; linear beyond the end knots."""
+    """Evaluation of a spline (``derivative = 0``) or of its second derivative (``2``) at
+    points ``z`` as four weights on ``g[i], g[i+1], gamma[i], gamma[i+1]``; the spline is
+    linear beyond the end knots."""
 
     index: np.ndarray
     weights: np.ndarray  # (len(z), 4)
 
     @classmethod
-    def build(cls, t: np.ndarray, z: np.ndarray) -> _Stencil:
+    def build(cls, t: np.ndarray, z: np.ndarray, derivative: int = 0) -> _Stencil:
         n = t.size
         i = np.clip(np.searchsorted(t, z, side="right") - 1, 0, n - 2)
         h = t[i + 1] - t[i]
         a = (t[i + 1] - z) / h
         b = (z - t[i]) / h
+        if derivative == 2:  # u'' is linear between knots and zero outside
+            w = np.stack([np.zeros_like(a), np.zeros_like(a), a, b], axis=1)
+            w[(z < t[0]) | (z > t[-1])] = 0.0
+            return cls(i, w)
         w = np.stack([a, b, (a**3 - a) * h * h / 6.0, (b**3 - b) * h * h / 6.0], axis=1)
         left, right = z < t[0], z > t[-1]
         if left.any():  # g_0 + u'(t_0) (z - t_0), u'(t_0) = (g_1 - g_0)/h_0 - h_0 gamma_1 / 6
@@ -196,10 +201,11 @@ def fit(knots, values, lam: float = 0.0) -> NaturalSpline:
     return NaturalSpline(t, g.reshape(shape), gamma.reshape(shape))
 
 
-def smoothing_matrix(knots, lam: float, points, *, tol: float = 0.0):
+def smoothing_matrix(knots, lam: float, points, *, tol: float = 0.0, derivative: int = 0):
     """The linear map ``S`` (``len(points) x n``) with ``S @ y = fit(knots, y, lam)(points)``.
 
-    Rows follow ``points``, columns follow ``knots`` in the order given.
+    Rows follow ``points``, columns follow ``knots`` in the order given. ``derivative = 2``
+    gives the map to the spline's second derivative at ``points`` instead.
 
     With ``tol = 0`` it is exact and dense, built in ``O(n len(points))`` through the adjoint
     (one banded solve with a right-hand side per point). With ``tol > 0`` it is a
@@ -217,25 +223,45 @@ def smoothing_matrix(knots, lam: float, points, *, tol: float = 0.0):
     tol = float(tol)
     if not 0.0 <= tol < 1.0:
         raise ValueError(f"tol must lie in [0, 1), got {tol}")
+    if derivative not in (0, 2):
+        raise ValueError(f"derivative must be 0 or 2, got {derivative!r}")
     l = t.size * float(lam)
     if tol == 0.0:
         s = np.empty((z.size, t.size))
-        s[:, order] = _dense_map(t, l, z)
+        s[:, order] = _dense_map(t, l, z, derivative)
         return s
-    s = _local_map(t, l, z, tol)
+    s = _local_map(t, l, z, tol, derivative)
     if not np.array_equal(order, np.arange(t.size)):
         s = s[:, np.argsort(order)]
     return s
 
 
-def _dense_map(t: np.ndarray, l: float, z: np.ndarray) -> np.ndarray:
+def evaluation_matrix(knots, points):
+    """Sparse ``(len(points), 2n)`` matrix taking a spline's knot values and knot second
+    derivatives, stacked as ``[g; gamma]`` (each in the order of ``knots``), to its values at
+    ``points``: four weights a row, linear beyond the end knots."""
+    t, order = _sorted_problem(knots, 0.0)
+    z = np.asarray(points, dtype=np.float64).ravel()
+    if not np.all(np.isfinite(z)):
+        raise ValueError("points contains NaN or inf")
+    from scipy.sparse import csr_array
+
+    n = t.size
+    stencil = _Stencil.build(t, z)
+    rows = np.repeat(np.arange(z.size), 4)
+    sorted_cols = stencil.index[:, None] + np.array([0, 1, n, n + 1])
+    position = np.concatenate([order, order + n])  # sorted column -> column in the given order
+    return csr_array((stencil.weights.ravel(), (rows, position[sorted_cols].ravel())), shape=(z.size, 2 * n))
+
+
+def _dense_map(t: np.ndarray, l: float, z: np.ndarray, derivative: int = 0) -> np.ndarray:
     """Exact ``(len(z), n)`` map for sorted knots ``t`` and sum-convention weight ``l``.
 
     Row p is ``a_g + Q M^{-1} (a_gamma - l Q^T a_g)`` where ``u(z_p) = a_g . g + a_gamma .
     gamma`` is the evaluation stencil (adjoint of the Reinsch solve). No checks are performed.
     """
     n, num_points = t.size, z.size
-    stencil = _Stencil.build(t, z)
+    stencil = _Stencil.build(t, z, derivative)
     cols = np.arange(num_points)
     a_g = np.zeros((n, num_points))
     a_gamma = np.zeros((n, num_points))
@@ -270,14 +296,14 @@ def _truncated(dense: np.ndarray, tol: float):
     return csr_array(dense)
 
 
-def _local_map(t: np.ndarray, l: float, z: np.ndarray, tol: float):
+def _local_map(t: np.ndarray, l: float, z: np.ndarray, tol: float, derivative: int):
     """Truncated sparse map (see :func:`smoothing_matrix`). No checks are performed."""
     from scipy.sparse import csr_array
 
     n = t.size
     tile_width = _tile_width(n, z.size)
     if n <= tile_width + 2 * _HALO + 2:
-        return _truncated(_dense_map(t, l, z), tol)
+        return _truncated(_dense_map(t, l, z, derivative), tol)
     interval = np.clip(np.searchsorted(t, z, side="right") - 1, 0, n - 2)
     tile_of_point = interval // tile_width
     order = np.argsort(tile_of_point, kind="stable")
@@ -292,7 +318,7 @@ def _local_map(t: np.ndarray, l: float, z: np.ndarray, tol: float):
         last = min(first + tile_width, n - 1)  # knots first..last bracket the tile's intervals
         while True:
             lo, hi = max(0, first - halo), min(n, last + 1 + halo)
-            block = _dense_map(t[lo:hi], l, z[members])
+            block = _dense_map(t[lo:hi], l, z[members], derivative)
             scale = tol * np.abs(block).max(axis=1)
             cut_left = lo > 0 and np.any(np.abs(block[:, :2]).max(axis=1) > scale)
             cut_right = hi < n and np.any(np.abs(block[:, -2:]).max(axis=1) > scale)
@@ -300,7 +326,7 @@ def _local_map(t: np.ndarray, l: float, z: np.ndarray, tol: float):
                 break
             halo *= 2
             if 2 * halo >= n:  # the weights barely decay: the global map is cheaper
-                return _truncated(_dense_map(t, l, z), tol)
+                return _truncated(_dense_map(t, l, z, derivative), tol)
         keep = np.abs(block) >= scale[:, None]
         r, c = np.nonzero(keep)
         rows.append(members[r])

@@ -5,10 +5,11 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
+import scipy.sparse
 
 from .. import _arraylib
 from ..points import make_points
-from ..spline import smoothing_matrix
+from ..spline import evaluation_matrix, smoothing_matrix
 from .base import Code, check_count, check_lambda, check_points
 
 __all__ = ["GCC", "SmoothingMap"]
@@ -23,20 +24,49 @@ DENSE_FRACTION = 0.25
 class SmoothingMap:
     """``Y -> spline(knots, Y, lam)(points)`` applied to numpy arrays or torch tensors.
 
-    The map is a matrix built once, in time linear in ``len(knots) + len(points)``: the
-    weights decay exponentially away from each point, so it is sparse for many knots and
-    dense for few. It is applied in the caller's type, dtype and device. No checks are
-    performed.
+    The map is built once, in time linear in ``len(knots) + len(points)``: the weights decay
+    exponentially away from each point, so it is sparse for many knots and dense for few.
+    With many more points than knots (an encoder) it is applied in two stages, the knot
+    values and second derivatives first (``2n`` rows), then the four-term evaluation at
+    each point, which is cheaper than one map with a row of weights per point. It is applied
+    in the caller's type, dtype and device. No checks are performed.
     """
 
     def __init__(self, knots: np.ndarray, lam: float, points: np.ndarray):
         self.knots, self.lam, self.points = knots, lam, points
-        self.matrix = smoothing_matrix(knots, lam, points, tol=TRUNCATION)
-        if self.matrix.nnz > DENSE_FRACTION * points.size * knots.size:
-            self.matrix = self.matrix.toarray()
+        n = knots.size
+        self.two_stage = points.size >= 2 * n and points.size * n > 4096
+        if self.two_stage:
+            self.evaluation = evaluation_matrix(knots, points)
+            values = smoothing_matrix(knots, lam, knots, tol=TRUNCATION)
+            curvatures = smoothing_matrix(knots, lam, knots, tol=TRUNCATION, derivative=2)
+            self.matrix = _compact(scipy.sparse.vstack([values, curvatures], format="csr"))
+        else:
+            self.evaluation = None
+            self.matrix = _compact(smoothing_matrix(knots, lam, points, tol=TRUNCATION))
+
+    @property
+    def dense(self) -> bool:
+        """Whether the map is applied as one dense matrix (small maps)."""
+        return self.evaluation is None and isinstance(self.matrix, np.ndarray)
+
+    @property
+    def linear_map(self):
+        """The whole map as one ``(len(points), len(knots))`` matrix (dense or sparse)."""
+        return self.matrix if self.evaluation is None else self.evaluation @ self.matrix
 
     def __call__(self, y):
-        return _arraylib.apply_matrix(self.matrix, y)
+        coefficients = _arraylib.apply_matrix(self.matrix, y)
+        if self.evaluation is None:
+            return coefficients
+        return _arraylib.apply_matrix(self.evaluation, coefficients)
+
+
+def _compact(matrix):
+    """Dense if it keeps more than DENSE_FRACTION of its entries, else sparse."""
+    if matrix.nnz > DENSE_FRACTION * matrix.shape[0] * matrix.shape[1]:
+        return matrix.toarray()
+    return matrix
 
 
 class GCC(Code):

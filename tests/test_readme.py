@@ -1,0 +1,40 @@
+"""The README's commands and example stay true."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def test_usage_example_runs_and_gcc_recovers_the_outputs(capsys):
+    """The python block in the README runs, and the MSE it prints is small, accuracy high."""
+    block = re.search(r"```python\n(.*?)```", README, re.S).group(1)
+    exec(compile(block, "README.md", "exec"), {})
+    mse, rel_acc = (float(v) for v in capsys.readouterr().out.split())
+    assert mse < 1e-3
+    assert rel_acc >= 0.9
+    assert np.isfinite(mse)
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    """.ci/run extracts the command that follows the test-command marker, and it runs pytest."""
+    script = (ROOT / ".ci" / "run").read_text()
+    extract = re.search(r"cmd=\$\((.*)\)\n", script).group(1)
+    command = subprocess.run(["bash", "-c", extract], cwd=ROOT, capture_output=True, text=True, check=True)
+    marker = README.index("<!-- test-command -->")
+    block = README[marker:].split("```bash\n", 1)[1].split("\n", 1)[0]
+    assert command.stdout.strip() == block.strip()
+    assert "pip install torch==2.13.0" in block and block.endswith("python -m pytest")
+
+
+def test_readme_starts_with_the_two_set_up_and_run_commands():
+    """The first two bash blocks: the main job (coded example) and the tests."""
+    blocks = re.findall(r"```bash\n(.*?)\n```", README, re.S)
+    assert blocks[0].startswith("python3 -m venv .venv") and blocks[0].endswith("coded example")
+    assert blocks[1].startswith("python3 -m venv .venv") and "pytest" in blocks[1]
