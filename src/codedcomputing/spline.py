@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import cho_solve_banded, cholesky_banded
+from scipy.linalg.lapack import dpttrf, dpttrs
 
 __all__ = ["NaturalSpline", "check_knots", "fit", "smoothing_matrix"]
 
@@ -56,18 +57,22 @@ class _Smoother:
         self.h = np.diff(t)
         self.l = l  # sum-convention smoothing weight, n * lam
         self.cho = None
-        if n > 2:
-            h = self.h
-            inv = 1.0 / h
-            # Column j of Q (interior knot j+1) has entries q0, q1, q2 at rows j, j+1, j+2.
-            q0, q2 = inv[:-1], inv[1:]
-            q1 = -q0 - q2
-            ab = np.zeros((3, n - 2))  # upper banded storage for cholesky_banded
-            ab[2] = (h[:-1] + h[1:]) / 3.0 + self.l * (q0 * q0 + q1 * q1 + q2 * q2)
-            ab[1, 1:] = h[1:-1] / 6.0 + self.l * (q1[:-1] * q0[1:] + q2[:-1] * q1[1:])
-            ab[0, 2:] = self.l * (q2[:-2] * q0[2:])
-            self.banded = ab
-            self.cho = cholesky_banded(ab, lower=False, check_finite=False)
+        if n <= 2:
+            return
+        h = self.h
+        if l == 0.0:  # R alone: tridiagonal and diagonally dominant, an LDL^T solve suffices
+            diagonal = (h[:-1] + h[1:]) / 3.0
+            self.tridiagonal = dpttrf(diagonal, h[1:-1] / 6.0)[:2] if n > 3 else (diagonal, None)
+            return
+        inv = 1.0 / h
+        # Column j of Q (interior knot j+1) has entries q0, q1, q2 at rows j, j+1, j+2.
+        q0, q2 = inv[:-1], inv[1:]
+        q1 = -q0 - q2
+        ab = np.zeros((3, n - 2))  # upper banded storage for cholesky_banded
+        ab[2] = (h[:-1] + h[1:]) / 3.0 + l * (q0 * q0 + q1 * q1 + q2 * q2)
+        ab[1, 1:] = h[1:-1] / 6.0 + l * (q1[:-1] * q0[1:] + q2[:-1] * q1[1:])
+        ab[0, 2:] = l * (q2[:-2] * q0[2:])
+        self.cho = cholesky_banded(ab, lower=False, check_finite=False)
 
     def solve_system(self, rhs: np.ndarray) -> np.ndarray:
         """``(R + l Q^T Q)^{-1} rhs`` for ``rhs (n - 2, d)``.
@@ -76,9 +81,10 @@ class _Smoother:
         and forming ``Q^T Q`` loses digits of ``R``: one step of iterative refinement, with
         the residual computed from ``R`` and ``Q`` separately, restores them.
         """
+        if self.l == 0.0:
+            diagonal, offdiagonal = self.tridiagonal
+            return rhs / diagonal[0] if offdiagonal is None else dpttrs(diagonal, offdiagonal, rhs)[0]
         x = cho_solve_banded((self.cho, False), rhs, check_finite=False)
-        if self.l == 0.0:  # R alone is diagonally dominant
-            return x
         residual = rhs - self.apply_r(x) - self.l * self.apply_qt(self.apply_q(x))
         return x + cho_solve_banded((self.cho, False), residual, check_finite=False)
 

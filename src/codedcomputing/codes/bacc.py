@@ -63,7 +63,7 @@ class BACC(Code):
             else check_points(beta, self.num_workers, "beta")
         )
         self.encoder_matrix = berrut_matrix(self.alpha, self.beta)
-        self._decoder_for = lru_cache(maxsize=256)(self._build_decoder)
+        self._decoder_for = lru_cache(maxsize=64)(self._build_decoder)
 
     def decoder_matrix(self, alive) -> np.ndarray:
         """The ``(K, len(alive))`` decoding matrix for returned workers ``alive`` (sorted)."""

@@ -131,7 +131,7 @@ class GCC(Code):
             self.encoder = None
         else:
             self.encoder = SmoothingMap(self.alpha, self.lambda_enc, self.beta)
-        self._decoder_for = lru_cache(maxsize=256)(self._build_decoder)
+        self._decoder_for = lru_cache(maxsize=64)(self._build_decoder)
 
     @property
     def min_results(self) -> int:
