@@ -19,6 +19,7 @@ __all__ = ["GCC", "SmoothingMap"]
 # keeps more than DENSE_FRACTION of its entries is stored dense.
 TRUNCATION = 1e-14
 DENSE_FRACTION = 0.25
+SMALL_MAP = 4096  # maps with at most this many entries are built dense directly
 
 
 class SmoothingMap:
@@ -35,14 +36,18 @@ class SmoothingMap:
     def __init__(self, knots: np.ndarray, lam: float, points: np.ndarray):
         self.knots, self.lam, self.points = knots, lam, points
         n = knots.size
-        self.two_stage = points.size >= 2 * n and points.size * n > 4096
+        self.two_stage = points.size >= 2 * n and points.size * n > SMALL_MAP
+        self.evaluation = None
         if self.two_stage:
             self.evaluation = evaluation_matrix(knots, points)
             values = smoothing_matrix(knots, lam, knots, tol=TRUNCATION)
             curvatures = smoothing_matrix(knots, lam, knots, tol=TRUNCATION, derivative=2)
             self.matrix = _compact(scipy.sparse.vstack([values, curvatures], format="csr"))
+        elif points.size * n <= SMALL_MAP:
+            self.matrix = smoothing_matrix(knots, lam, points)
+            # Flush what truncation would drop: tiny weights become slow float32 subnormals.
+            self.matrix[np.abs(self.matrix) < TRUNCATION * np.abs(self.matrix).max(axis=1, keepdims=True)] = 0
         else:
-            self.evaluation = None
             self.matrix = _compact(smoothing_matrix(knots, lam, points, tol=TRUNCATION))
 
     @property
