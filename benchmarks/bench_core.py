@@ -39,7 +39,7 @@ def median_times(fns: dict, repeats: int) -> dict:
 
 
 def fresh_decode(code, y, alive):
-    code._decoder_for.cache_clear()  # as for an alive set not seen before
+    code.clear_cache()  # as for an alive set not seen before
     return code.decode(y, alive)
 
 
@@ -133,7 +133,7 @@ def versus_bacc(repeats, rng):
         alive = patterns[state["i"] % len(patterns)]
         state["i"] += 1
         if fresh:
-            code._decoder_for.cache_clear()
+            code.clear_cache()
         code.encode(x)
         return code.decode(outputs[alive], alive)
 

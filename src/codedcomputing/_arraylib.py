@@ -33,6 +33,9 @@ def _as_array(x, name: str):
     if isinstance(x, (list, tuple)) and x and all(is_torch(item) for item in x):
         import torch
 
+        shapes = {tuple(item.shape) for item in x}
+        if len(shapes) > 1:
+            raise ValueError(f"{name} must be a list of equally shaped tensors, got shapes {sorted(shapes)}")
         x = torch.stack(list(x))
     if is_torch(x):
         if not (x.is_floating_point() or x.is_complex()):
@@ -79,12 +82,12 @@ def check_alive(alive, num_workers: int) -> np.ndarray:
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
         if not (np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr))):
             raise ValueError(f"alive must hold integer worker indices, got dtype {arr.dtype}")
-    arr = arr.astype(np.int64)
-    out_of_range = (arr < 0) | (arr >= num_workers)
+    out_of_range = (arr < 0) | (arr >= num_workers)  # before casting, so the message shows them as given
     if out_of_range.any():
         raise ValueError(
             f"alive has indices outside [0, {num_workers - 1}]: {arr[out_of_range].tolist()[:10]}"
         )
+    arr = arr.astype(np.int64)
     values, counts = np.unique(arr, return_counts=True)
     if (counts > 1).any():
         raise ValueError(f"alive has duplicate worker indices: {values[counts > 1].tolist()[:10]}")
@@ -131,6 +134,10 @@ def apply_matrix(matrix, x):
     shape = (rows, *tuple(x.shape[1:]))
     flat = x.reshape(x.shape[0], -1)
     sparse = not isinstance(matrix, np.ndarray)
+    if sparse and x.dtype.itemsize < 4:  # no half-precision sparse kernels: use float32
+        half = x.dtype
+        out = apply_matrix(matrix, x.float() if is_torch(x) else x.astype(np.float32))
+        return out.to(half) if is_torch(x) else out.astype(half)
     if is_torch(x):
         import torch
 
@@ -141,12 +148,12 @@ def apply_matrix(matrix, x):
                 m = torch.sparse_csr_tensor(
                     torch.as_tensor(csr.indptr, dtype=torch.int64),
                     torch.as_tensor(csr.indices, dtype=torch.int64),
-                    torch.as_tensor(csr.data),
+                    torch.tensor(csr.data),
                     size=csr.shape,
                     check_invariants=False,  # built by scipy, valid by construction
                 ).to(dtype=x.dtype, device=x.device)
         else:
-            m = torch.as_tensor(matrix, dtype=x.dtype, device=x.device)
+            m = torch.tensor(matrix, dtype=x.dtype, device=x.device)  # a copy: maps are read-only
         return (m @ flat).reshape(shape)
     out = matrix.astype(x.dtype, copy=False) @ flat
     return np.asarray(out).reshape(shape)

@@ -57,8 +57,8 @@ def example(
     num_workers: int = typer.Option(50, "--num-workers", "-n", help="N, the number of workers."),
     num_stragglers: int = typer.Option(5, "--num-stragglers", "-s", help="S, workers that never return."),
     pattern: str = typer.Option("random", help="Straggler pattern: random or contiguous."),
-    trials: int = typer.Option(20, help="Straggler patterns to average over."),
-    seed: int = typer.Option(0, help="Seed for the inputs, the function and the stragglers."),
+    trials: int = typer.Option(20, min=1, help="Straggler patterns to average over."),
+    seed: int = typer.Option(0, min=0, help="Seed for the inputs, the function and the stragglers."),
 ) -> None:
     """Encode K inputs, drop S stragglers, decode, and print each code's error.
 
@@ -68,6 +68,11 @@ def example(
     """
     if pattern not in PATTERNS:
         raise typer.BadParameter(f"must be one of {sorted(PATTERNS)}", param_hint="--pattern")
+    if 0 <= num_workers - 2 < num_stragglers:
+        raise typer.BadParameter(
+            f"num_stragglers must leave at least 2 of the {num_workers} workers (GCC decodes from 2)",
+            param_hint="--num-stragglers",
+        )
     rng = np.random.default_rng(seed)
     w1 = rng.normal(size=(64, 128)) / 8.0
     w2 = rng.normal(size=(128, 10)) / np.sqrt(128)

@@ -11,8 +11,10 @@ __all__ = ["accuracy", "mse", "relative_accuracy"]
 
 def _as_array(x, name: str) -> np.ndarray:
     if _arraylib.is_torch(x):
-        x = x.detach().cpu().numpy()
-    arr = np.asarray(x, dtype=np.float64)
+        x = x.detach().cpu()
+        x = (x.to(dtype=x.dtype.to_complex()) if x.is_complex() else x.double()).numpy()
+    arr = np.asarray(x)
+    arr = arr.astype(np.complex128 if np.iscomplexobj(arr) else np.float64)
     if arr.ndim == 0:
         raise ValueError(f"{name} must have a leading dimension (one row per input)")
     return arr
@@ -28,7 +30,7 @@ def _paired_rows(est, truth) -> tuple[np.ndarray, np.ndarray]:
 def mse(est, truth) -> float:
     """Mean over the K inputs of the squared error norm ``||est_k - truth_k||^2``."""
     e, t = _paired_rows(est, truth)
-    return float(np.mean(np.sum((e - t) ** 2, axis=1)))
+    return float(np.mean(np.sum(np.abs(e - t) ** 2, axis=1)))
 
 
 def relative_accuracy(est, truth) -> float:

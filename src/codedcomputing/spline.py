@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cho_solve_banded, cholesky_banded
-from scipy.linalg.lapack import dpttrf, dpttrs
+from scipy.linalg.lapack import dgbtrf, dgbtrs, dpttrf, dpttrs
+from scipy.sparse import csr_array
 
 __all__ = ["NaturalSpline", "check_knots", "fit", "smoothing_matrix"]
 
@@ -49,52 +49,98 @@ def check_knots(knots, name: str = "knots") -> np.ndarray:
 
 
 class _Smoother:
-    """The factorised Reinsch system for sorted, distinct knots. No checks are performed."""
+    """The factorised Reinsch system for sorted, distinct knots. No checks are performed.
+
+    ``lam = 0``: ``R gamma = Q^T y`` (tridiagonal, diagonally dominant; LDL^T). ``lam > 0``:
+    rather than the normal equations ``(R + l Q^T Q) gamma = Q^T y``, whose forming loses
+    ``R`` to rounding when knots cluster (entries ``l / h^2`` against ``h``), we solve the
+    augmented system ``g + l Q gamma = y, Q^T g - R gamma = 0`` with the unknowns
+    interleaved (``g_0, g_1, gamma_1, g_2, ...``), which is banded (three diagonals each
+    side) and is factorised once by LU with partial pivoting.
+    """
+
+    _KL = _KU = 3
 
     def __init__(self, t: np.ndarray, l: float):
         n = t.size
         self.t = t
         self.h = np.diff(t)
         self.l = l  # sum-convention smoothing weight, n * lam
-        self.cho = None
         if n <= 2:
             return
         h = self.h
-        if l == 0.0:  # R alone: tridiagonal and diagonally dominant, an LDL^T solve suffices
+        if l == 0.0:
             diagonal = (h[:-1] + h[1:]) / 3.0
             self.tridiagonal = dpttrf(diagonal, h[1:-1] / 6.0)[:2] if n > 3 else (diagonal, None)
             return
-        inv = 1.0 / h
-        # Column j of Q (interior knot j+1) has entries q0, q1, q2 at rows j, j+1, j+2.
-        q0, q2 = inv[:-1], inv[1:]
-        q1 = -q0 - q2
-        ab = np.zeros((3, n - 2))  # upper banded storage for cholesky_banded
-        ab[2] = (h[:-1] + h[1:]) / 3.0 + l * (q0 * q0 + q1 * q1 + q2 * q2)
-        ab[1, 1:] = h[1:-1] / 6.0 + l * (q1[:-1] * q0[1:] + q2[:-1] * q1[1:])
-        ab[0, 2:] = l * (q2[:-2] * q0[2:])
-        self.cho = cholesky_banded(ab, lower=False, check_finite=False)
+        self.g_pos = np.concatenate([[0], 2 * np.arange(1, n) - 1])  # position of g_i
+        self.gamma_pos = 2 * np.arange(1, n - 1)  # position of gamma_j, j = 1..n-2
+        size = 2 * n - 2
+        rows, cols, vals = [], [], []
 
-    def solve_system(self, rhs: np.ndarray) -> np.ndarray:
-        """``(R + l Q^T Q)^{-1} rhs`` for ``rhs (n - 2, d)``.
+        def put(r, c, v):
+            rows.append(r)
+            cols.append(c)
+            vals.append(v)
 
-        With ``l > 0`` the banded matrix can be ill-conditioned (clustered knots, large lam)
-        and forming ``Q^T Q`` loses digits of ``R``: one step of iterative refinement, with
-        the residual computed from ``R`` and ``Q`` separately, restores them.
-        """
+        j = np.arange(1, n - 1)
+        q = (1.0 / h[j - 1], -1.0 / h[j - 1] - 1.0 / h[j], 1.0 / h[j])  # Q[j-1, j], Q[j, j], Q[j+1, j]
+        put(self.g_pos, self.g_pos, np.ones(n))
+        for offset, q_entry in zip((-1, 0, 1), q, strict=True):
+            put(self.g_pos[j + offset], self.gamma_pos, l * q_entry)  # g rows: l Q gamma
+            put(self.gamma_pos, self.g_pos[j + offset], q_entry)  # gamma rows: Q^T g
+        put(self.gamma_pos, self.gamma_pos, -(h[j - 1] + h[j]) / 3.0)  # gamma rows: -R gamma
+        put(self.gamma_pos[:-1], self.gamma_pos[1:], -h[j[:-1]] / 6.0)
+        put(self.gamma_pos[1:], self.gamma_pos[:-1], -h[j[:-1]] / 6.0)
+        rows, cols, vals = (np.concatenate(a) for a in (rows, cols, vals))
+        self.augmented = csr_array((vals, (rows, cols)), shape=(size, size))
+        kl, ku = self._KL, self._KU
+        ab = np.zeros((2 * kl + ku + 1, size))
+        ab[kl + ku + rows - cols, cols] = vals
+        self.lu, self.pivots, info = dgbtrf(ab, kl, ku)
+        if info > 0:
+            raise ValueError("knots: the smoothing system is singular; are some knots (nearly) equal?")
+
+    def _augmented_solve(self, rhs: np.ndarray, trans: int = 0) -> np.ndarray:
+        """Solve with the LU factors, then one step of iterative refinement (the residual
+        from the unfactorised matrix), which recovers the digits pivoting lost."""
+        x, _ = dgbtrs(self.lu, self._KL, self._KU, rhs, self.pivots, trans=trans)
+        matrix = self.augmented.T if trans else self.augmented
+        residual = rhs - matrix @ x
+        return x + dgbtrs(self.lu, self._KL, self._KU, residual, self.pivots, trans=trans)[0]
+
+    def solve(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Knot values ``g`` and second derivatives ``gamma`` (both ``(n, d)``) for ``y (n, d)``."""
+        n = self.t.size
+        if n == 2:
+            return y, np.zeros_like(y)
         if self.l == 0.0:
-            diagonal, offdiagonal = self.tridiagonal
-            return rhs / diagonal[0] if offdiagonal is None else dpttrs(diagonal, offdiagonal, rhs)[0]
-        x = cho_solve_banded((self.cho, False), rhs, check_finite=False)
-        residual = rhs - self.apply_r(x) - self.l * self.apply_qt(self.apply_q(x))
-        return x + cho_solve_banded((self.cho, False), residual, check_finite=False)
+            gamma = np.zeros_like(y)
+            gamma[1:-1] = self._tridiagonal_solve(self.apply_qt(y))
+            return y, gamma
+        rhs = np.zeros((2 * n - 2, y.shape[1]))
+        rhs[self.g_pos] = y
+        z = self._augmented_solve(rhs)
+        gamma = np.zeros_like(y)
+        gamma[1:-1] = z[self.gamma_pos]
+        return z[self.g_pos], gamma
 
-    def apply_r(self, x: np.ndarray) -> np.ndarray:
-        """``R x`` for interior values ``x (n - 2, d)``."""
-        h = self.h[:, None]
-        out = (h[:-1] + h[1:]) / 3.0 * x
-        out[:-1] += h[1:-1] / 6.0 * x[1:]
-        out[1:] += h[1:-1] / 6.0 * x[:-1]
-        return out
+    def adjoint(self, a_g: np.ndarray, a_gamma: np.ndarray) -> np.ndarray:
+        """Rows ``r`` (as columns, ``(n, P)``) with ``r . y = a_g . g + a_gamma . gamma`` for the
+        spline fitted to ``y``: the evaluation functionals pulled back to the data."""
+        n = self.t.size
+        if n == 2:
+            return a_g
+        if self.l == 0.0:  # u = a_g . y + a_gamma . R^{-1} Q^T y
+            return a_g + self.apply_q(self._tridiagonal_solve(a_gamma[1:-1]))
+        a = np.zeros((2 * n - 2, a_g.shape[1]))
+        a[self.g_pos] = a_g
+        a[self.gamma_pos] = a_gamma[1:-1]
+        return self._augmented_solve(a, trans=1)[self.g_pos]
+
+    def _tridiagonal_solve(self, rhs: np.ndarray) -> np.ndarray:
+        diagonal, offdiagonal = self.tridiagonal
+        return rhs / diagonal[0] if offdiagonal is None else dpttrs(diagonal, offdiagonal, rhs)[0]
 
     def apply_q(self, x: np.ndarray) -> np.ndarray:
         """``Q x`` (``(n, d)``) for interior values ``x (n - 2, d)``."""
@@ -110,17 +156,6 @@ class _Smoother:
     def apply_qt(self, w: np.ndarray) -> np.ndarray:
         """``Q^T w`` (``(n - 2, d)``): second divided differences of ``w (n, d)``."""
         return np.diff(np.diff(w, axis=0) / self.h[:, None], axis=0)
-
-    def solve(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Knot values ``g`` and second derivatives ``gamma`` (both ``(n, d)``) for ``y (n, d)``."""
-        if self.t.size == 2:
-            return y, np.zeros_like(y)
-        gamma_inner = self.solve_system(self.apply_qt(y))
-        gamma = np.zeros_like(y)
-        gamma[1:-1] = gamma_inner
-        if self.l == 0.0:
-            return y, gamma
-        return y - self.l * self.apply_q(gamma_inner), gamma
 
 
 @dataclass(frozen=True)
@@ -178,12 +213,23 @@ class NaturalSpline:
         return out.reshape(z.shape + self.values.shape[1:])
 
 
-def _sorted_problem(knots, lam: float):
+def _check_nonnegative(value, name: str, upper: float = np.inf) -> float:
+    """``value`` as a float in ``[0, upper)``; ``ValueError`` naming ``name`` otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if not (np.isfinite(value) and 0.0 <= value < upper):
+        raise ValueError(f"{name} must be a finite number in [0, {upper:g}), got {value!r}")
+    return value
+
+
+def _sorted_problem(knots, lam):
     t = check_knots(knots)
-    if not np.isfinite(lam) or lam < 0:
-        raise ValueError(f"lam must be a finite number >= 0, got {lam}")
+    lam = _check_nonnegative(lam, "lam")
+    if not np.isfinite(t.size * lam):
+        raise ValueError(f"lam = {lam:g} is too large: n * lam overflows")
     order = np.argsort(t, kind="stable")
-    return t[order], order
+    return t[order], order, lam
 
 
 def fit(knots, values, lam: float = 0.0) -> NaturalSpline:
@@ -193,7 +239,7 @@ def fit(knots, values, lam: float = 0.0) -> NaturalSpline:
     ``(n, ...)``. ``lam >= 0`` uses the mean convention. Cost ``O(n d)``, one
     factorisation for all ``d`` columns; computed in float64.
     """
-    t, order = _sorted_problem(knots, lam)
+    t, order, lam = _sorted_problem(knots, lam)
     y = np.asarray(values, dtype=np.float64)
     if y.ndim == 0 or y.shape[0] != t.size:
         raise ValueError(
@@ -222,16 +268,16 @@ def smoothing_matrix(knots, lam: float, points, *, tol: float = 0.0, derivative:
     weights at its edges fall below ``tol`` (the effect of cutting the window there is of
     that order).
     """
-    t, order = _sorted_problem(knots, lam)
+    t, order, lam = _sorted_problem(knots, lam)
     z = np.asarray(points, dtype=np.float64).ravel()
     if not np.all(np.isfinite(z)):
         raise ValueError("points contains NaN or inf")
-    tol = float(tol)
-    if not 0.0 <= tol < 1.0:
-        raise ValueError(f"tol must lie in [0, 1), got {tol}")
+    tol = _check_nonnegative(tol, "tol", upper=1.0)
     if derivative not in (0, 2):
         raise ValueError(f"derivative must be 0 or 2, got {derivative!r}")
-    l = t.size * float(lam)
+    l = t.size * lam
+    if z.size == 0:
+        return np.zeros((0, t.size)) if tol == 0.0 else csr_array((0, t.size))
     if tol == 0.0:
         s = np.empty((z.size, t.size))
         s[:, order] = _dense_map(t, l, z, derivative)
@@ -246,12 +292,10 @@ def evaluation_matrix(knots, points):
     """Sparse ``(len(points), 2n)`` matrix taking a spline's knot values and knot second
     derivatives, stacked as ``[g; gamma]`` (each in the order of ``knots``), to its values at
     ``points``: four weights a row, linear beyond the end knots."""
-    t, order = _sorted_problem(knots, 0.0)
+    t, order, _ = _sorted_problem(knots, 0.0)
     z = np.asarray(points, dtype=np.float64).ravel()
     if not np.all(np.isfinite(z)):
         raise ValueError("points contains NaN or inf")
-    from scipy.sparse import csr_array
-
     n = t.size
     stencil = _Stencil.build(t, z)
     rows = np.repeat(np.arange(z.size), 4)
@@ -275,14 +319,7 @@ def _dense_map(t: np.ndarray, l: float, z: np.ndarray, derivative: int = 0) -> n
     a_g[stencil.index + 1, cols] = stencil.weights[:, 1]
     a_gamma[stencil.index, cols] = stencil.weights[:, 2]
     a_gamma[stencil.index + 1, cols] = stencil.weights[:, 3]
-    if n == 2:
-        return a_g.T
-    smoother = _Smoother(t, l)
-    rhs = a_gamma[1:-1]
-    if l != 0.0:
-        rhs = rhs - l * smoother.apply_qt(a_g)
-    q_v = smoother.apply_q(smoother.solve_system(rhs))
-    return (a_g + q_v).T
+    return _Smoother(t, l).adjoint(a_g, a_gamma).T
 
 
 # Window geometry for _local_map: points are grouped into tiles of knot intervals, each
@@ -296,16 +333,12 @@ def _tile_width(n: int, num_points: int) -> int:
 
 
 def _truncated(dense: np.ndarray, tol: float):
-    from scipy.sparse import csr_array
-
     dense[np.abs(dense) < tol * np.abs(dense).max(axis=1, keepdims=True)] = 0.0
     return csr_array(dense)
 
 
 def _local_map(t: np.ndarray, l: float, z: np.ndarray, tol: float, derivative: int):
     """Truncated sparse map (see :func:`smoothing_matrix`). No checks are performed."""
-    from scipy.sparse import csr_array
-
     n = t.size
     tile_width = _tile_width(n, z.size)
     if n <= tile_width + 2 * _HALO + 2:
@@ -326,8 +359,11 @@ def _local_map(t: np.ndarray, l: float, z: np.ndarray, tol: float, derivative: i
             lo, hi = max(0, first - halo), min(n, last + 1 + halo)
             block = _dense_map(t[lo:hi], l, z[members], derivative)
             scale = tol * np.abs(block).max(axis=1)
-            cut_left = lo > 0 and np.any(np.abs(block[:, :2]).max(axis=1) > scale)
-            cut_right = hi < n and np.any(np.abs(block[:, -2:]).max(axis=1) > scale)
+            # The window's own natural boundary damps the weights right at a cut, so look a
+            # quarter of the halo inwards: those must be negligible already.
+            margin = max(2, halo // 4)
+            cut_left = lo > 0 and np.any(np.abs(block[:, :margin]).max(axis=1) > scale)
+            cut_right = hi < n and np.any(np.abs(block[:, -margin:]).max(axis=1) > scale)
             if not (cut_left or cut_right):
                 break
             halo *= 2

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 from scipy.interpolate import FloaterHormannInterpolator
 
 from .. import _arraylib
-from ..points import make_points
-from .base import Code, check_count, check_points
+from .base import Code, check_count, read_only, resolve_points
 
 __all__ = ["BACC", "berrut_matrix"]
 
@@ -52,28 +49,17 @@ class BACC(Code):
     ):
         self.num_inputs = check_count(num_inputs, "num_inputs", 1)
         self.num_workers = check_count(num_workers, "num_workers", 2)
-        self.alpha = (
-            make_points(points, self.num_inputs, kind="data")
-            if alpha is None
-            else check_points(alpha, self.num_inputs, "alpha")
-        )
-        self.beta = (
-            make_points(points, self.num_workers, kind="workers")
-            if beta is None
-            else check_points(beta, self.num_workers, "beta")
-        )
-        self.encoder_matrix = berrut_matrix(self.alpha, self.beta)
-        self._decoder_for = lru_cache(maxsize=64)(self._build_decoder)
+        self._set_points(*resolve_points(points, alpha, beta, self.num_inputs, self.num_workers))
+        self.encoder_matrix = read_only(berrut_matrix(self.alpha, self.beta))
 
     def decoder_matrix(self, alive) -> np.ndarray:
         """The ``(K, len(alive))`` decoding matrix for returned workers ``alive`` (sorted)."""
         alive = np.sort(_arraylib.check_alive(alive, self.num_workers))
         self._require(alive, self.min_results)
-        return self._decoder_for(alive.tobytes())
+        return self._decoder(alive)
 
-    def _build_decoder(self, alive_bytes: bytes) -> np.ndarray:
-        alive = np.frombuffer(alive_bytes, dtype=np.int64)
-        return berrut_matrix(self.beta[alive], self.alpha)
+    def _build_decoder(self, alive_sorted: np.ndarray) -> np.ndarray:
+        return read_only(berrut_matrix(self.beta[alive_sorted], self.alpha))
 
     def _encode(self, X):
         return _arraylib.apply_matrix(self.encoder_matrix, X)
@@ -81,4 +67,4 @@ class BACC(Code):
     def _decode(self, Y, alive):
         order = np.argsort(alive, kind="stable")
         Y = _arraylib.take_rows(Y, order)
-        return _arraylib.apply_matrix(self._decoder_for(alive[order].tobytes()), Y)
+        return _arraylib.apply_matrix(self._decoder(alive[order]), Y)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import warnings
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from typing import ClassVar
 
 import numpy as np
 
 from .. import _arraylib
 from ..errors import InsufficientResultsError, NonFiniteResultWarning
+from ..points import make_points
 
 __all__ = ["Code", "check_count"]
 
@@ -23,13 +25,37 @@ def check_count(value, name: str, minimum: int) -> int:
     return int(value)
 
 
+MAX_LAMBDA = 1e100
+
+
 def check_lambda(value, name: str) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name} must be a number >= 0, got {value!r}")
     lam = float(value)
+    if lam > MAX_LAMBDA:
+        raise ValueError(
+            f"{name} must be at most {MAX_LAMBDA:g} (far beyond that the spline is already the "
+            f"least-squares line), got {value!r}"
+        )
     if not np.isfinite(lam) or lam < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     return lam
+
+
+def resolve_points(points: str, alpha, beta, num_inputs: int, num_workers: int):
+    """``(alpha, beta)``: the named family's points, or the explicit arrays given."""
+    alpha_default = make_points(points, num_inputs, kind="data")  # also validates ``points``
+    beta_default = make_points(points, num_workers, kind="workers")
+    alpha = alpha_default if alpha is None else check_points(alpha, num_inputs, "alpha")
+    beta = beta_default if beta is None else check_points(beta, num_workers, "beta")
+    return alpha, beta
+
+
+def read_only(array):
+    """``array`` (dense or scipy.sparse) marked read-only, so cached maps cannot be edited."""
+    data = array.data if hasattr(array, "nnz") else array
+    data.flags.writeable = False
+    return array
 
 
 def check_points(points, n: int, name: str) -> np.ndarray:
@@ -62,12 +88,33 @@ class Code(ABC):
     description: ClassVar[str]
     num_inputs: int
     num_workers: int
-    alpha: np.ndarray
-    beta: np.ndarray
+    # Decoders for this many alive sets are kept (least recently used dropped first).
+    decoder_cache_size: ClassVar[int] = 64
+
+    @property
+    def alpha(self) -> np.ndarray:
+        return self._alpha
+
+    @property
+    def beta(self) -> np.ndarray:
+        return self._beta
 
     @property
     def min_results(self) -> int:
         return 1
+
+    def clear_cache(self) -> None:
+        """Forget the cached decoders (they are rebuilt on demand)."""
+        self._decoders = OrderedDict()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_decoders", None)  # a cache: rebuilt on demand, not worth shipping
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.clear_cache()
 
     def encode(self, X):
         X = _arraylib.check_inputs(X, self.num_inputs, "X")
@@ -82,6 +129,26 @@ class Code(ABC):
         return f"{type(self).__name__}(num_inputs={self.num_inputs}, num_workers={self.num_workers})"
 
     # -- shared by subclasses -------------------------------------------------------
+
+    def _set_points(self, alpha: np.ndarray, beta: np.ndarray) -> None:
+        self._alpha = read_only(np.array(alpha, dtype=np.float64))
+        self._beta = read_only(np.array(beta, dtype=np.float64))
+        self.clear_cache()
+
+    def _decoder(self, alive_sorted: np.ndarray):
+        """The cached decoder for a sorted alive set, built by ``_build_decoder`` on a miss."""
+        key = alive_sorted.tobytes()
+        decoders = self.__dict__.setdefault("_decoders", OrderedDict())
+        if key in decoders:
+            decoders.move_to_end(key)
+            return decoders[key]
+        decoder = decoders[key] = self._build_decoder(alive_sorted)
+        if len(decoders) > self.decoder_cache_size:
+            decoders.popitem(last=False)
+        return decoder
+
+    def _build_decoder(self, alive_sorted: np.ndarray):
+        raise NotImplementedError
 
     def _usable_results(self, Y, alive):
         Y, alive, dropped = _arraylib.check_results(Y, alive, self.num_workers)

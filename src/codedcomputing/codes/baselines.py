@@ -20,8 +20,8 @@ class _Assignment(Code):
         self.replicas = check_count(replicas, "replicas", 1)
         self.num_workers = self.num_inputs * self.replicas
         self.assignment = np.arange(self.num_workers) % self.num_inputs  # input of each worker
-        self.alpha = make_points("chebyshev", self.num_inputs, kind="data")
-        self.beta = self.alpha[self.assignment]
+        alpha = make_points("chebyshev", self.num_inputs, kind="data")
+        self._set_points(alpha, alpha[self.assignment])
 
     def missing_inputs(self, alive) -> list[int]:
         """The inputs none of whose workers is in ``alive``."""

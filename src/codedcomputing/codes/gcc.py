@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 import scipy.sparse
 
 from .. import _arraylib
-from ..points import make_points
 from ..spline import evaluation_matrix, smoothing_matrix
-from .base import Code, check_count, check_lambda, check_points
+from .base import Code, check_count, check_lambda, read_only, resolve_points
 
 __all__ = ["GCC", "SmoothingMap"]
 
@@ -35,6 +32,15 @@ class SmoothingMap:
 
     def __init__(self, knots: np.ndarray, lam: float, points: np.ndarray):
         self.knots, self.lam, self.points = knots, lam, points
+        # Work on knots rescaled to [-1, 1] (lam scales by the cube of the factor, as the
+        # penalty does), so that the map does not depend on the points' units.
+        center, half_width = (knots.max() + knots.min()) / 2, (knots.max() - knots.min()) / 2
+        knots, points = (knots - center) / half_width, (points - center) / half_width
+        if lam > 0:
+            with np.errstate(over="ignore", under="ignore"):
+                lam = lam / half_width**3
+        if not np.isfinite(lam * knots.size):
+            raise ValueError("lambda is too large for points this close together")
         n = knots.size
         self.two_stage = points.size >= 2 * n and points.size * n > SMALL_MAP
         self.evaluation = None
@@ -50,6 +56,10 @@ class SmoothingMap:
         else:
             self.matrix = _compact(smoothing_matrix(knots, lam, points, tol=TRUNCATION))
 
+        read_only(self.matrix)
+        if self.evaluation is not None:
+            read_only(self.evaluation)
+
     @property
     def dense(self) -> bool:
         """Whether the map is applied as one dense matrix (small maps)."""
@@ -61,6 +71,9 @@ class SmoothingMap:
         return self.matrix if self.evaluation is None else self.evaluation @ self.matrix
 
     def __call__(self, y):
+        if y.dtype.itemsize < 4:  # half precision: knot curvatures (~1/h^2) would overflow
+            wide = self(y.float() if _arraylib.is_torch(y) else y.astype(np.float32))
+            return wide.to(y.dtype) if _arraylib.is_torch(y) else wide.astype(y.dtype)
         coefficients = _arraylib.apply_matrix(self.matrix, y)
         if self.evaluation is None:
             return coefficients
@@ -119,24 +132,28 @@ class GCC(Code):
     ):
         self.num_inputs = check_count(num_inputs, "num_inputs", 1)
         self.num_workers = check_count(num_workers, "num_workers", 2)
-        self.lambda_enc = check_lambda(lambda_enc, "lambda_enc")
-        self.lambda_dec = check_lambda(lambda_dec, "lambda_dec")
+        self._lambda_enc = check_lambda(lambda_enc, "lambda_enc")
+        self._lambda_dec = check_lambda(lambda_dec, "lambda_dec")
+        for name, lam, n in (
+            ("lambda_enc", self._lambda_enc, self.num_inputs),
+            ("lambda_dec", self._lambda_dec, self.num_workers),
+        ):
+            if not np.isfinite(lam * n):
+                raise ValueError(f"{name} = {lam:g} is too large (the spline weight n * {name} overflows)")
         self.points = points
-        self.alpha = (
-            make_points(points, self.num_inputs, kind="data")
-            if alpha is None
-            else check_points(alpha, self.num_inputs, "alpha")
-        )
-        self.beta = (
-            make_points(points, self.num_workers, kind="workers")
-            if beta is None
-            else check_points(beta, self.num_workers, "beta")
-        )
+        self._set_points(*resolve_points(points, alpha, beta, self.num_inputs, self.num_workers))
         if self.num_inputs == 1:  # one point: the minimiser is the constant x_1
             self.encoder = None
         else:
             self.encoder = SmoothingMap(self.alpha, self.lambda_enc, self.beta)
-        self._decoder_for = lru_cache(maxsize=64)(self._build_decoder)
+
+    @property
+    def lambda_enc(self) -> float:
+        return self._lambda_enc
+
+    @property
+    def lambda_dec(self) -> float:
+        return self._lambda_dec
 
     @property
     def min_results(self) -> int:
@@ -152,11 +169,10 @@ class GCC(Code):
         """The decoder's linear map for the (sorted or not) set of returned workers ``alive``."""
         alive = np.sort(_arraylib.check_alive(alive, self.num_workers))
         self._require(alive, self.min_results)
-        return self._decoder_for(alive.tobytes())
+        return self._decoder(alive)
 
-    def _build_decoder(self, alive_bytes: bytes) -> SmoothingMap:
-        alive = np.frombuffer(alive_bytes, dtype=np.int64)
-        return SmoothingMap(self.beta[alive], self.lambda_dec, self.alpha)
+    def _build_decoder(self, alive_sorted: np.ndarray) -> SmoothingMap:
+        return SmoothingMap(self.beta[alive_sorted], self.lambda_dec, self.alpha)
 
     def _encode(self, X):
         if self.encoder is None:
@@ -167,4 +183,4 @@ class GCC(Code):
         order = np.argsort(alive, kind="stable")
         if not np.all(order[:-1] < order[1:]):
             Y = _arraylib.take_rows(Y, order)
-        return self._decoder_for(alive[order].tobytes())(Y)
+        return self._decoder(alive[order])(Y)

@@ -8,20 +8,29 @@ import numpy as np
 from scipy.interpolate import BarycentricInterpolator
 
 from .. import _arraylib
-from ..points import make_points
-from .base import Code, check_count, check_points
+from .base import Code, check_count, read_only, resolve_points
 
 __all__ = ["LCC", "lagrange_matrix"]
 
 
 def lagrange_matrix(nodes: np.ndarray, points: np.ndarray) -> np.ndarray:
     """``(len(points), len(nodes))`` matrix of the polynomial interpolant through ``nodes``
-    (barycentric form, scipy). No checks are performed."""
+    (barycentric form, scipy; its node ordering is seeded, so results are reproducible and
+    numpy's global random state is left alone). No checks are performed."""
     if nodes.size == 1:
         return np.ones((points.size, 1))
-    return np.asarray(BarycentricInterpolator(nodes, np.eye(nodes.size))(points)).reshape(
-        points.size, nodes.size
-    )
+    interpolant = BarycentricInterpolator(nodes, np.eye(nodes.size), rng=np.random.default_rng(0))
+    return np.asarray(interpolant(points)).reshape(points.size, nodes.size)
+
+
+def least_squares_matrix(nodes: np.ndarray, points: np.ndarray, degree: int) -> np.ndarray:
+    """``(len(points), len(nodes))`` matrix of the least-squares polynomial of ``degree``
+    through ``nodes`` (Chebyshev basis, numpy), evaluated at ``points``: exact for data from
+    a polynomial of that degree, and stabler than interpolating with all the nodes. No checks
+    are performed."""
+    basis = np.polynomial.chebyshev.chebvander(nodes, degree)
+    coefficients = np.linalg.lstsq(basis, np.eye(nodes.size), rcond=None)[0]
+    return np.polynomial.chebyshev.chebvander(points, degree) @ coefficients
 
 
 class LCC(Code):
@@ -30,8 +39,9 @@ class LCC(Code):
     Encoder: ``u(z) = sum_k x_k l_k(z)`` (Lagrange basis on ``alpha``); worker n computes
     ``f(u(beta_n))``. For ``f`` a polynomial of total degree ``degree``, ``f(u(z))`` is a
     polynomial of degree ``(K - 1) * degree``, so any ``recovery_threshold = (K - 1) * degree
-    + 1`` results determine it. Decoder: the interpolating polynomial through all returned
-    ``(beta_j, y_j)``, evaluated at ``alpha_k``.
+    + 1`` results determine it. Decoder: the polynomial of degree ``recovery_threshold - 1``
+    through the returned ``(beta_j, y_j)`` (interpolating at the threshold, least squares in a
+    Chebyshev basis above it), evaluated at ``alpha_k``.
 
     Promise (tested): exact (to rounding) for such ``f`` from any ``recovery_threshold`` or
     more results. Below the threshold ``decode`` raises
@@ -62,17 +72,8 @@ class LCC(Code):
                 f"num_workers = {self.num_workers} is below LCC's recovery threshold "
                 f"(num_inputs - 1) * degree + 1 = {self.recovery_threshold}"
             )
-        self.alpha = (
-            make_points(points, self.num_inputs, kind="data")
-            if alpha is None
-            else check_points(alpha, self.num_inputs, "alpha")
-        )
-        self.beta = (
-            make_points(points, self.num_workers, kind="workers")
-            if beta is None
-            else check_points(beta, self.num_workers, "beta")
-        )
-        self.encoder_matrix = lagrange_matrix(self.alpha, self.beta)
+        self._set_points(*resolve_points(points, alpha, beta, self.num_inputs, self.num_workers))
+        self.encoder_matrix = read_only(lagrange_matrix(self.alpha, self.beta))
 
     @property
     def min_results(self) -> int:
@@ -99,4 +100,9 @@ class LCC(Code):
         return _arraylib.apply_matrix(self.encoder_matrix, X)
 
     def _decode(self, Y, alive):
-        return _arraylib.apply_matrix(lagrange_matrix(self.beta[alive], self.alpha), Y)
+        nodes = self.beta[alive]
+        if alive.size > self.recovery_threshold:
+            matrix = least_squares_matrix(nodes, self.alpha, self.recovery_threshold - 1)
+        else:
+            matrix = lagrange_matrix(nodes, self.alpha)
+        return _arraylib.apply_matrix(matrix, Y)
