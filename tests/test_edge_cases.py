@@ -7,7 +7,6 @@ import copy
 import pickle
 import warnings
 
-import mpmath
 import numpy as np
 import pytest
 import scipy.sparse
@@ -17,6 +16,7 @@ from typer.testing import CliRunner
 import codedcomputing as cc
 from codedcomputing.cli import app
 from codedcomputing.spline import fit, smoothing_matrix
+from references import mp_reinsch_values
 
 # -- helpers ---------------------------------------------------------------------------------
 
@@ -28,27 +28,6 @@ def paired_knots(n: int, ratio: float) -> np.ndarray:
     h = np.where(np.arange(n - 1) % 2 == 0, 1.0, ratio)
     t = np.concatenate([[0.0], np.cumsum(h)])
     return 2 * t / t[-1] - 1
-
-
-def mp_knot_values(t: np.ndarray, y: np.ndarray, lam: float, dps: int = 60) -> np.ndarray:
-    """Knot values of the mean-convention smoothing spline (1-D ``y``): the Reinsch system of
-    spline.py's docstring, solved in ``dps``-digit mpmath."""
-    with mpmath.workdps(dps):
-        n = t.size
-        tm = [mpmath.mpf(float(v)) for v in t]
-        h = [tm[i + 1] - tm[i] for i in range(n - 1)]
-        Q = mpmath.zeros(n, n - 2)
-        R = mpmath.zeros(n - 2, n - 2)
-        for j in range(n - 2):
-            Q[j, j], Q[j + 1, j], Q[j + 2, j] = 1 / h[j], -1 / h[j] - 1 / h[j + 1], 1 / h[j + 1]
-            R[j, j] = (h[j] + h[j + 1]) / 3
-            if j + 1 < n - 2:
-                R[j, j + 1] = R[j + 1, j] = h[j + 1] / 6
-        l = n * mpmath.mpf(lam)
-        Y = mpmath.matrix([mpmath.mpf(float(v)) for v in y])
-        gamma = mpmath.lu_solve(R + l * Q.T * Q, Q.T * Y)
-        g = Y - l * Q * gamma
-        return np.array([float(v) for v in g])
 
 
 def rel(a, b) -> float:
@@ -69,7 +48,7 @@ def test_fit_with_near_coincident_knots_and_smoothing_does_not_raise():
     t = paired_knots(12, 1e-9)
     y = np.sin(3 * t)
     g = fit(t, y, 1.0).values
-    assert rel(g, mp_knot_values(t, y, 1.0)) < 1e-6
+    assert rel(g, mp_reinsch_values(t, y, 1.0, dps=60)) < 1e-6
 
 
 def test_fit_with_near_coincident_knots_and_large_lambda_is_accurate():
@@ -79,7 +58,7 @@ def test_fit_with_near_coincident_knots_and_large_lambda_is_accurate():
     t = paired_knots(40, 1e-6)
     y = np.sin(3 * t)
     g = fit(t, y, 1e6).values
-    assert rel(g, mp_knot_values(t, y, 1e6)) < 1e-6
+    assert rel(g, mp_reinsch_values(t, y, 1e6, dps=60)) < 1e-6
 
 
 def test_gcc_with_paired_points_and_smoothing_keeps_its_affine_promise():

@@ -12,14 +12,18 @@ is the natural cubic spline whose knot values ``g`` and knot second derivatives
 where ``h_i = t_{i+1} - t_i``, ``Q`` is the ``n x (n-2)`` second-difference matrix with
 columns ``(1/h_{j-1}, -1/h_{j-1} - 1/h_j, 1/h_j)`` and ``R`` the ``(n-2) x (n-2)``
 tridiagonal matrix with ``(h_{j-1} + h_j)/3`` on the diagonal and ``h_j/6`` beside it.
-``R + l Q^T Q`` is symmetric positive definite and five-banded, so one banded Cholesky
-factorisation (``O(n)``) serves every column of ``y``. ``lam`` follows the *mean*
+We never form ``R + l Q^T Q`` (its entries ``l / h^2`` swamp ``R`` when knots cluster):
+for ``lam = 0`` it is ``R`` alone (tridiagonal, LDL^T), and for ``lam > 0`` we solve the
+equivalent augmented system ``g + l Q gamma = y, Q^T g - R gamma = 0``, banded once its
+unknowns are interleaved, by LU with partial pivoting and one step of iterative refinement.
+Either way one ``O(n)`` factorisation serves every column of ``y``. ``lam`` follows the *mean*
 convention; scipy's :func:`scipy.interpolate.make_smoothing_spline` uses the sum, so
 ``lam_scipy = n * lam``. ``lam = 0`` interpolates. Outside ``[t_1, t_n]`` the minimiser
 is linear (natural boundary), and so is our extrapolation.
 
-Every map here is linear in ``y``: :func:`smoothing_matrix` returns it as a dense
-matrix for small problems, :func:`fit` applies it in ``O(n d)`` for large ones.
+Every map here is linear in ``y``: :func:`fit` applies it in ``O(n d)``;
+:func:`smoothing_matrix` returns it as a matrix, dense and exact, or sparse and truncated
+(built in linear time).
 """
 
 from __future__ import annotations
