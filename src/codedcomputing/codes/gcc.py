@@ -108,6 +108,11 @@ class GCC(Code):
     grid scaled to the knot spacing raised the MSE (``benchmarks/bench_lambda.py``). Smoothing
     pays when results are noisy or adversarial: tune it for those cases.
 
+    ``lambda_dec="gcv"`` picks the decoder's lambda at every decode by generalised
+    cross-validation on the returned results (:func:`codedcomputing.tuning.gcv_lambda`; the
+    choice is in ``last_lambda_dec``): for noisy results, at the cost of a few spline fits
+    per decode.
+
     Promise (tested): inputs affine in ``alpha`` pushed through an affine ``f`` are recovered
     exactly, at any lambdas, from any two or more results.
 
@@ -124,7 +129,7 @@ class GCC(Code):
         num_inputs: int,
         num_workers: int,
         lambda_enc: float = 0.0,
-        lambda_dec: float = 0.0,
+        lambda_dec: float | str = 0.0,
         *,
         points: str = "chebyshev",
         alpha=None,
@@ -133,7 +138,11 @@ class GCC(Code):
         self.num_inputs = check_count(num_inputs, "num_inputs", 1)
         self.num_workers = check_count(num_workers, "num_workers", 2)
         self._lambda_enc = check_lambda(lambda_enc, "lambda_enc")
-        self._lambda_dec = check_lambda(lambda_dec, "lambda_dec")
+        if isinstance(lambda_dec, str) and lambda_dec != "gcv":
+            raise ValueError(f"lambda_dec must be a number >= 0 or 'gcv', got {lambda_dec!r}")
+        self.gcv = lambda_dec == "gcv"
+        self._lambda_dec = 0.0 if self.gcv else check_lambda(lambda_dec, "lambda_dec")
+        self.last_lambda_dec = self._lambda_dec  # the lambda_dec of the latest decode
         for name, lam, n in (
             ("lambda_enc", self._lambda_enc, self.num_inputs),
             ("lambda_dec", self._lambda_dec, self.num_workers),
@@ -152,8 +161,10 @@ class GCC(Code):
         return self._lambda_enc
 
     @property
-    def lambda_dec(self) -> float:
-        return self._lambda_dec
+    def lambda_dec(self) -> float | str:
+        """The decoder's lambda, or ``"gcv"`` when each decode picks its own (then see
+        ``last_lambda_dec``)."""
+        return "gcv" if self.gcv else self._lambda_dec
 
     @property
     def min_results(self) -> int:
@@ -162,7 +173,7 @@ class GCC(Code):
     def __repr__(self) -> str:
         return (
             f"GCC(num_inputs={self.num_inputs}, num_workers={self.num_workers}, "
-            f"lambda_enc={self.lambda_enc:g}, lambda_dec={self.lambda_dec:g})"
+            f"lambda_enc={self.lambda_enc:g}, lambda_dec={self.lambda_dec!r})"
         )
 
     def decoder(self, alive) -> SmoothingMap:
@@ -183,4 +194,10 @@ class GCC(Code):
         order = np.argsort(alive, kind="stable")
         if not np.all(order[:-1] < order[1:]):
             Y = _arraylib.take_rows(Y, order)
+        if self.gcv and alive.size >= 3:
+            from ..tuning import gcv_lambda  # tuning builds on the codes: import at use
+
+            knots = self.beta[alive[order]]
+            self.last_lambda_dec = gcv_lambda(knots, _arraylib.to_float64(Y))
+            return SmoothingMap(knots, self.last_lambda_dec, self.alpha)(Y)
         return self._decoder(alive[order])(Y)
