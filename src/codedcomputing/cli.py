@@ -122,3 +122,39 @@ def example(
             f"{np.mean(missing):.1%}",
         )
     console().print(table)
+
+
+models_app = typer.Typer(help="Train and cache the models used for coded inference.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
+
+
+@models_app.command("train")
+def train_model(
+    name: str = typer.Argument(..., help="lenet5 or vit."),
+    dataset: str = typer.Option(None, help="mnist or digits (default: the model's recipe, mnist)."),
+    epochs: int = typer.Option(None, min=1, help="Training epochs (default: the model's recipe)."),
+    seed: int = typer.Option(0, min=0, help="Seed for initialisation, shuffling and augmentation."),
+    retrain: bool = typer.Option(False, help="Train even when cached weights exist."),
+) -> None:
+    """Train a model on real digits (or load it from the cache) and report its held-out accuracy."""
+    import dataclasses
+
+    from . import models
+
+    if name not in models.MODELS:
+        raise typer.BadParameter(f"must be one of {sorted(models.MODELS)}", param_hint="NAME")
+    recipe = models.MODELS[name][1]
+    changes = {"seed": seed}
+    if dataset is not None:
+        if dataset not in ("mnist", "digits"):
+            raise typer.BadParameter("must be mnist or digits", param_hint="--dataset")
+        changes["dataset"] = dataset
+    if epochs is not None:
+        changes["epochs"] = epochs
+    recipe = dataclasses.replace(recipe, **changes)
+    model = models.load(name, recipe, retrain=retrain)
+    weights = models.weights_path(name, recipe)
+    console().print(
+        f"{name} on {recipe.dataset}: held-out accuracy {model.test_accuracy:.2%} "
+        f"({recipe.epochs} epochs, seed {recipe.seed}); weights: {weights}"
+    )

