@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import numpy as np
 import typer
 from rich.console import Console
@@ -158,3 +161,37 @@ def train_model(
         f"{name} on {recipe.dataset}: held-out accuracy {model.test_accuracy:.2%} "
         f"({recipe.epochs} epochs, seed {recipe.seed}); weights: {weights}"
     )
+
+
+@app.command("experiment")
+def experiment(
+    name: str = typer.Argument(..., help="Which experiment (see `coded experiment --help`)."),
+    out: Path = typer.Option(Path("results"), "--out", help="Directory for the CSV and the figures."),
+    quick: bool = typer.Option(False, "--quick", help="A smaller grid and fewer trials."),
+    seed: int = typer.Option(0, min=0, help="Seed for everything random in the experiment."),
+) -> None:
+    """Run one of the papers' experiments: writes a long-format CSV and PNG figures."""
+    from .experiments import EXPERIMENTS
+
+    if name not in EXPERIMENTS:
+        raise typer.BadParameter(f"must be one of {sorted(EXPERIMENTS)}", param_hint="NAME")
+    start = time.perf_counter()
+    csv_path = EXPERIMENTS[name].run(out, quick=quick, seed=seed)
+    console().print(f"{name}: wrote {csv_path} and figures in {out} ({time.perf_counter() - start:.0f} s)")
+
+
+@app.command("plot")
+def plot(
+    csv_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="A CSV written by an experiment."),
+    out: Path = typer.Option(None, "--out", help="Directory for the figures (default: beside the CSV)."),
+) -> None:
+    """Redraw an experiment's figures from its CSV, without recomputing."""
+    from .experiments import EXPERIMENTS
+    from .experiments.records import read_csv
+
+    rows = read_csv(csv_path)
+    name = rows[0].get("experiment") if rows else None
+    if name not in EXPERIMENTS:
+        raise typer.BadParameter(f"no experiment {name!r} known for this CSV", param_hint="CSV_PATH")
+    for figure in EXPERIMENTS[name].plot(csv_path, out):
+        console().print(f"wrote {figure}")

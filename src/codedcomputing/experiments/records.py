@@ -1,0 +1,67 @@
+"""Experiment results as data: long-format CSV rows, summary statistics and progress bars."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["mean_ci", "progress", "read_csv", "summarise", "write_csv"]
+
+
+def write_csv(rows: Sequence[dict], path: Path) -> Path:
+    """Write ``rows`` (dicts with the same keys, in order) as a CSV file; return its path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def read_csv(path: Path) -> list[dict]:
+    """Rows of a CSV written by :func:`write_csv`, with numeric fields parsed as numbers."""
+
+    def parse(value: str):
+        for kind in (int, float):
+            try:
+                return kind(value)
+            except ValueError:
+                pass
+        return value
+
+    with Path(path).open(newline="") as handle:
+        return [{key: parse(value) for key, value in row.items()} for row in csv.DictReader(handle)]
+
+
+def mean_ci(values: Iterable[float], level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and the ``level`` confidence interval of the mean (Student t), as (mean, low, high)."""
+    x = np.asarray(list(values), dtype=np.float64)
+    mean = float(x.mean())
+    if x.size < 2:
+        return mean, mean, mean
+    half = float(stats.t.ppf(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
+    return mean, mean - half, mean + half
+
+
+def summarise(rows: Sequence[dict], by: Sequence[str], value: str) -> dict[tuple, tuple[float, float, float]]:
+    """``{group key: mean_ci(values)}`` over the rows grouped by the columns ``by``."""
+    groups: dict[tuple, list[float]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row[key] for key in by), []).append(float(row[value]))
+    return {key: mean_ci(values) for key, values in groups.items()}
+
+
+@contextmanager
+def progress(description: str, total: int, enabled: bool = True):
+    """A rich progress bar; yields a function to call once per finished step."""
+    from rich.progress import Progress
+
+    with Progress(disable=not enabled, transient=True) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda: bar.advance(task)
