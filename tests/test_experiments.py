@@ -89,3 +89,44 @@ def test_mean_ci_matches_student_t():
 def test_csv_round_trip_keeps_numbers_and_text(tmp_path):
     rows = [{"scheme": "gcc", "trial": 3, "mse": 1.5e-12, "lambda_dec": ""}]
     assert read_csv(write_csv(rows, tmp_path / "r.csv")) == rows
+
+
+@pytest.fixture(scope="module")
+def stragglers_run(trained_models, tmp_path_factory):
+    out = tmp_path_factory.mktemp("stragglers")
+    result = runner.invoke(
+        app, ["experiment", "stragglers", "--quick", "--out", str(out)], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    return out, read_csv(out / "stragglers.csv")
+
+
+@pytest.mark.slow
+def test_stragglers_writes_rows_for_every_model_scheme_and_trial(stragglers_run):
+    out, rows = stragglers_run
+    assert (REQUIRED - {"function"}) | {"model", "rel_acc", "lambda_enc", "lambda_dec"} <= set(rows[0])
+    assert {row["model"] for row in rows} == {"lenet5", "vit"}
+    assert {row["scheme"] for row in rows} == {"gcc", "gcc-natural", "bacc", "replication", "uncoded"}
+    settings = summarise(rows, ("model", "scheme", "num_stragglers"), "mse")
+    assert len(rows) == len(settings) * len({row["trial"] for row in rows})
+    assert all(isinstance(row["lambda_dec"], float) for row in rows if row["scheme"] == "gcc")
+    assert (out / "stragglers.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_stragglers_gcc_beats_bacc_and_uncoded_loses_inputs(stragglers_run):
+    """Quick run (5 trials): GCC's MSE is below BACC's at most S and on average, its relative
+    accuracy keeps up, and uncoded computation loses the stragglers' inputs."""
+    _, rows = stragglers_run
+    for model in ("lenet5", "vit"):
+        mine = [row for row in rows if row["model"] == model]
+        mse = summarise(mine, ("scheme", "num_stragglers"), "mse")
+        acc = summarise(mine, ("scheme", "num_stragglers"), "rel_acc")
+        s_values = sorted({s for _, s in mse})
+        wins = [mse[("gcc", s)][0] < mse[("bacc", s)][0] for s in s_values]
+        assert sum(wins) >= 0.8 * len(s_values)
+        assert np.mean([mse[("gcc", s)][0] for s in s_values]) < np.mean(
+            [mse[("bacc", s)][0] for s in s_values]
+        )
+        assert np.mean([acc[("gcc", s)][0] - acc[("bacc", s)][0] for s in s_values]) >= -0.02
+        assert acc[("uncoded", max(s_values))][0] < 0.7  # 60% of workers straggle

@@ -124,7 +124,6 @@ def test_cli_trains_and_reports_accuracy(cache):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "goal"), [("lenet5", 0.97), ("vit", 0.95)])
-def test_default_recipes_reach_their_accuracy_goals(cache, name, goal):
+def test_default_recipes_reach_their_accuracy_goals(trained_models, name, goal):
     """The default recipes (MNIST, 4,000 training images) reach the held-out accuracy goals."""
-    model = models.load(name, progress=False)
-    assert model.test_accuracy >= goal
+    assert trained_models[name].test_accuracy >= goal

@@ -7,8 +7,8 @@ that CSV, and ``plot(csv_path, out_dir)``, which redraws them (``coded plot CSV`
 
 from __future__ import annotations
 
-from . import polynomial
+from . import polynomial, stragglers
 
-EXPERIMENTS = {polynomial.NAME: polynomial}
+EXPERIMENTS = {module.NAME: module for module in (stragglers, polynomial)}
 
 __all__ = ["EXPERIMENTS"]

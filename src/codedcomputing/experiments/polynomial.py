@@ -104,6 +104,7 @@ def plot(csv_path: Path, out_dir: Path | None = None) -> list[Path]:
 
     rows = read_csv(csv_path)
     out_dir = Path(out_dir) if out_dir is not None else Path(csv_path).parent
+    out_dir.mkdir(parents=True, exist_ok=True)
     summary = summarise(rows, ("scheme", "num_stragglers"), "mse")
     n, threshold = rows[0]["num_workers"], rows[0]["recovery_threshold"]
     last_exact = n - threshold  # LCC is exact while S <= N - threshold

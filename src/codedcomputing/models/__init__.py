@@ -11,7 +11,6 @@ else ``~/.cache/codedcomputing``.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import datasets
+from ..cache import cache_dir
 
 __all__ = ["MODELS", "TrainingRecipe", "cache_dir", "evaluate", "load", "train", "weights_path"]
 
@@ -56,14 +56,6 @@ MODELS: dict[str, tuple[Callable, TrainingRecipe]] = {
     "lenet5": (_lenet5, TrainingRecipe("mnist", epochs=30, lr=2e-3, weight_decay=1e-4)),
     "vit": (_vit, TrainingRecipe("mnist", epochs=40, lr=1e-3, weight_decay=5e-2)),
 }
-
-
-def cache_dir() -> Path:
-    """Where trained weights live (``$CODEDCOMPUTING_CACHE`` overrides the default)."""
-    if os.environ.get("CODEDCOMPUTING_CACHE"):
-        return Path(os.environ["CODEDCOMPUTING_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "codedcomputing"
 
 
 def _check_name(name: str) -> None:
