@@ -9,7 +9,7 @@ est = code.decode(f(coded[alive]), alive)   # (10, ...) estimates of f(x_k)
 
 __version__ = "0.1.0"
 
-from . import errors, metrics, points, spline, stragglers
+from . import datasets, errors, metrics, models, points, spline, stragglers, tuning
 from .codes import BACC, CODES, GCC, LCC, Code, Replication, Uncoded
 from .errors import InsufficientResultsError, MissingResultsError, NonFiniteResultWarning
 
@@ -25,9 +25,12 @@ __all__ = [
     "Replication",
     "Uncoded",
     "__version__",
+    "datasets",
     "errors",
     "metrics",
+    "models",
     "points",
     "spline",
     "stragglers",
+    "tuning",
 ]
