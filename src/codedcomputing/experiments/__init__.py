@@ -7,8 +7,8 @@ that CSV, and ``plot(csv_path, out_dir)``, which redraws them (``coded plot CSV`
 
 from __future__ import annotations
 
-from . import polynomial, stragglers
+from . import polynomial, rates, stragglers
 
-EXPERIMENTS = {module.NAME: module for module in (stragglers, polynomial)}
+EXPERIMENTS = {module.NAME: module for module in (stragglers, polynomial, rates)}
 
 __all__ = ["EXPERIMENTS"]

@@ -1,0 +1,297 @@
+"""Convergence rates as the number of workers N grows (Fig. 4 of the GCC paper).
+
+f is LeNet-5 (``models.load("lenet5")``, evaluated under ``torch.no_grad`` on float32 numpy
+batches); the K inputs are MNIST test digits. K stays fixed while N runs over a geometric
+grid, and we fit the slope of log(mean MSE) against log N per curve. Theory: with at most S
+stragglers GCC's loss is O(S^3 N^-3); when each worker straggles independently with
+probability p it is O(log_{1/p}(N)^3 N^-3) (the longest run of stragglers, which is what
+hurts a spline, is about log_{1/p} N long).
+
+- **(a) Worst case**: a contiguous block of S stragglers (``stragglers.contiguous``, S fixed,
+  the block's start uniform) for GCC with tuned lambdas, GCC's natural spline (lambda = 0)
+  and BACC. All three see the same inputs and the same block in each trial.
+- **(b) Bernoulli**: every worker straggles with probability p (``stragglers.bernoulli``) for
+  each p in ``Config.probabilities``, GCC tuned for that p (and natural GCC, recorded in the
+  CSV but not drawn), beside panel (a)'s worst-case GCC curve. Theory lines (dashed) are
+  ``N^-3`` and ``log_{1/p}(N)^3 N^-3`` scaled to pass through each curve's first point.
+
+Choices:
+
+- S = 2 by default (a gap of three knot spacings): the rate in N is what is at stake and a
+  small S reaches the asymptotic regime at small N.
+- Tuning (``tuning.tune``) runs once per (N, straggler model) on a calibration batch of K
+  *training* digits (disjoint from the test digits the trials use), over ``tuning_trials``
+  patterns, with a coarse encoder grid (``lambda_grid(K, num=tuning_enc_grid)``; the quick
+  run tunes only ``lambda_dec``, with ``lambda_enc = 0``) and the default decoder grid. The
+  tuned lambdas are in every GCC row (BACC rows leave them empty). On this deterministic f
+  the tuned lambdas are 0 or negligible, as the README predicts.
+- Randomness: trial t at N draws its K test digits and then its straggler patterns (the
+  worst-case block, then one Bernoulli pattern per p, in that order) from
+  ``default_rng([seed, N, 0, t])``; calibration digits come from ``[seed, N, 1]`` and the
+  tuning patterns of setting i from ``[seed, N, 2 + i]``. Rows are therefore reproducible per
+  (seed, N, trial) whatever the grid.
+- Worker results are computed once per trial and encoder: GCC codes sharing a
+  ``lambda_enc`` share ``f(coded)``, and every straggler pattern decodes from them.
+- A Bernoulli draw with fewer than 2 returned workers (GCC needs 2) is redrawn from the same
+  generator until at least 2 return, deterministically. With N >= 20 and p <= 0.3 the chance
+  is below 2e-9 per draw, so in practice this never triggers.
+
+Outputs: ``rates.csv`` (one row per (N, straggler setting, scheme, trial)), ``rates_slopes.csv``
+(panel, scheme, num_stragglers, p, slope) and ``rates.png``. The slopes are printed and
+:func:`plot` recomputes them from ``rates.csv`` alone (:func:`fit_slopes`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import datasets, metrics, models, stragglers
+from ..codes import BACC, GCC
+from ..tuning import lambda_grid, tune
+from .records import progress, read_csv, summarise, write_csv
+
+NAME = "rates"
+MODEL = "lenet5"
+WORST, BERNOULLI = "worst-case", "bernoulli"
+
+
+@dataclass(frozen=True)
+class Config:
+    num_inputs: int = 10
+    num_workers: tuple[int, ...] = (20, 28, 40, 56, 80, 113, 160, 226, 320)
+    num_stragglers: int = 2
+    probabilities: tuple[float, ...] = (0.1, 0.2, 0.3)
+    trials: int = 20
+    tuning_trials: int = 5
+    tuning_enc_grid: int = (
+        4  # positive encoder lambdas in the tuning grid besides 0 (0: tune lambda_dec only)
+    )
+
+
+QUICK = Config(num_workers=(20, 40, 80, 160), trials=4, tuning_trials=3, tuning_enc_grid=0)
+
+
+def _bernoulli(num_workers: int, p: float, rng: np.random.Generator) -> np.ndarray:
+    """``stragglers.bernoulli``, redrawn from ``rng`` until at least 2 workers return."""
+    while True:
+        alive = stragglers.bernoulli(num_workers, p, rng)
+        if alive.size >= 2:
+            return alive
+
+
+def _network(model):
+    """``f``: float32 numpy images ``(B, 1, 28, 28)`` -> numpy logits ``(B, 10)``."""
+    import torch
+
+    def f(x):
+        with torch.no_grad():
+            return model(torch.as_tensor(np.ascontiguousarray(x, dtype=np.float32))).numpy()
+
+    return f
+
+
+def _settings(config: Config) -> list[tuple[str, int | str, float | str, object]]:
+    """(panel, num_stragglers, p, stragglers(N, rng)) for every straggler model."""
+    s = config.num_stragglers
+    settings = [(WORST, s, "", lambda n, rng: stragglers.contiguous(n, s, rng))]
+    for p in config.probabilities:
+        settings.append((BERNOULLI, "", p, lambda n, rng, p=p: _bernoulli(n, p, rng)))
+    return settings
+
+
+def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: bool = True) -> Path:
+    config = QUICK if quick else Config()
+    k = config.num_inputs
+    f = _network(models.load(MODEL, progress=show_progress))
+    data = datasets.mnist()
+    settings = _settings(config)
+    lambdas_enc = lambda_grid(k, num=config.tuning_enc_grid) if config.tuning_enc_grid > 0 else [0.0]
+    rows = []
+    with progress("rates: workers N", len(config.num_workers), show_progress) as step:
+        for n in config.num_workers:
+            calibration = data.train_x[
+                np.random.default_rng([seed, n, 1]).choice(len(data.train_x), k, replace=False)
+            ]
+            tuned = [
+                tune(
+                    f,
+                    calibration,
+                    n,
+                    draw,
+                    trials=config.tuning_trials,
+                    seed=[seed, n, 2 + i],
+                    lambdas_enc=lambdas_enc,
+                ).code()
+                for i, (_, _, _, draw) in enumerate(settings)
+            ]
+            natural, bacc = GCC(k, n), BACC(k, n)
+            for trial in range(config.trials):
+                rng = np.random.default_rng([seed, n, 0, trial])
+                x = data.test_x[rng.choice(len(data.test_x), k, replace=False)]
+                truth = f(x)
+                results = {natural.lambda_enc: f(natural.encode(x))}  # f(coded) per GCC lambda_enc
+                for code in tuned:
+                    if code.lambda_enc not in results:
+                        results[code.lambda_enc] = f(code.encode(x))
+                bacc_results = None
+                for (panel, s, p, draw), gcc in zip(settings, tuned, strict=True):
+                    alive = draw(n, rng)
+                    schemes = [("gcc", gcc, results[gcc.lambda_enc]), ("gcc-natural", natural, results[0.0])]
+                    if panel == WORST:
+                        bacc_results = f(bacc.encode(x)) if bacc_results is None else bacc_results
+                        schemes.append(("bacc", bacc, bacc_results))
+                    for scheme, code, y in schemes:
+                        est = code.decode(y[alive], alive)
+                        rows.append(
+                            {
+                                "experiment": NAME,
+                                "model": MODEL,
+                                "scheme": scheme,
+                                "panel": panel,
+                                "num_inputs": k,
+                                "num_workers": n,
+                                "num_stragglers": s,
+                                "p": p,
+                                "trial": trial,
+                                "seed": seed,
+                                "num_alive": int(alive.size),
+                                "mse": metrics.mse(est, truth),
+                                "rel_acc": metrics.relative_accuracy(est, truth),
+                                "lambda_enc": getattr(code, "lambda_enc", ""),
+                                "lambda_dec": getattr(code, "lambda_dec", ""),
+                            }
+                        )
+            step()
+    out_dir = Path(out_dir)
+    path = write_csv(rows, out_dir / f"{NAME}.csv")
+    slopes = fit_slopes(rows)
+    write_csv(slopes, out_dir / f"{NAME}_slopes.csv")
+    print(f"{NAME}: fitted slopes of log(mean MSE) vs log N over N = {list(config.num_workers)}")
+    for row in slopes:
+        print(f"  {_curve_label(row)}: {row['slope']:+.2f}")
+    plot(path, out_dir)
+    return path
+
+
+def fit_slopes(rows) -> list[dict]:
+    """Least-squares slope of log(mean MSE over trials) against log N, one per curve
+    (panel, scheme, num_stragglers, p), from the experiment's rows (as read from its CSV)."""
+    summary = summarise(rows, ("panel", "scheme", "num_stragglers", "p", "num_workers"), "mse")
+    curves: dict[tuple, list[tuple[int, float]]] = {}
+    for (*curve, n), (mean, _, _) in summary.items():
+        curves.setdefault(tuple(curve), []).append((n, mean))
+    slopes = []
+    for (panel, scheme, s, p), points in sorted(curves.items(), key=lambda item: _curve_order(item[0])):
+        points = sorted((n, mean) for n, mean in points if mean > 0)
+        if len(points) < 2:
+            continue
+        log_n, log_mse = np.log([n for n, _ in points]), np.log([mean for _, mean in points])
+        slope = float(np.polyfit(log_n, log_mse, 1)[0])
+        slopes.append({"panel": panel, "scheme": scheme, "num_stragglers": s, "p": p, "slope": slope})
+    return slopes
+
+
+def _curve_order(curve: tuple) -> tuple:
+    panel, scheme, _, p = curve
+    schemes = ("gcc", "gcc-natural", "bacc")
+    return (panel != WORST, schemes.index(scheme) if scheme in schemes else len(schemes), str(p), scheme)
+
+
+def _curve_label(row: dict) -> str:
+    if row["panel"] == WORST:
+        return f"{row['scheme']}, worst case S = {row['num_stragglers']}"
+    return f"{row['scheme']}, bernoulli p = {row['p']}"
+
+
+def _band(ax, points, color, label, **style):
+    """Mean with its 95% CI band (the band's floor clipped for the log axis)."""
+    n = np.array([n for n, _ in points], dtype=float)
+    mean = np.array([v[0] for _, v in points])
+    low = np.maximum(np.array([v[1] for _, v in points]), mean * 1e-2)
+    ax.plot(n, mean, color=color, label=label, **({"marker": "o", "ms": 3} | style))
+    ax.fill_between(n, low, np.array([v[2] for _, v in points]), color=color, alpha=0.15)
+    return n, mean
+
+
+def _theory(ax, n, mean, shape, color):
+    """The theory curve ``shape(N)`` scaled through the curve's first point, dashed."""
+    values = shape(n)
+    ax.plot(n, values * mean[0] / values[0], ls="--", lw=1, color=color)
+
+
+def plot(csv_path: Path, out_dir: Path | None = None) -> list[Path]:
+    """``rates.png``: (a) worst case, GCC vs BACC; (b) GCC under Bernoulli stragglers."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    rows = read_csv(csv_path)
+    out_dir = Path(out_dir) if out_dir is not None else Path(csv_path).parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    slopes = {(r["panel"], r["scheme"], r["num_stragglers"], r["p"]): r["slope"] for r in fit_slopes(rows)}
+    summary = summarise(rows, ("panel", "scheme", "num_stragglers", "p", "num_workers"), "mse")
+
+    def curve(panel, scheme, p):
+        return sorted(
+            (n, v) for (pa, sc, _, pp, n), v in summary.items() if (pa, sc, pp) == (panel, scheme, p)
+        )
+
+    def slope(panel, scheme, p):
+        return next(v for (pa, sc, _, pp), v in slopes.items() if (pa, sc, pp) == (panel, scheme, p))
+
+    worst = [r for r in rows if r["panel"] == WORST]
+    s = worst[0]["num_stragglers"] if worst else None
+    probabilities = sorted({r["p"] for r in rows if r["panel"] == BERNOULLI})
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    dashed = Line2D([], [], color="grey", ls="--", lw=1)
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(12, 4.8))
+
+    styles = {"gcc-natural": {"ls": ":", "marker": "s", "ms": 4, "mfc": "none"}}
+    for i, scheme in enumerate(("gcc", "gcc-natural", "bacc")):
+        points = curve(WORST, scheme, "")
+        if len(points) < 2:
+            continue
+        label = f"{scheme} (slope {slope(WORST, scheme, ''):.2f})"
+        n, mean = _band(ax_a, points, colors[i], label, **styles.get(scheme, {}))
+        if scheme == "gcc":
+            _theory(ax_a, n, mean, lambda n: n**-3.0, colors[i])
+    handles, labels = ax_a.get_legend_handles_labels()
+    ax_a.legend([*handles, dashed], [*labels, "theory: N^-3 (through GCC's first point)"], fontsize=8)
+    ax_a.set_title(f"(a) worst case: a block of S = {s} stragglers")
+
+    points = curve(WORST, "gcc", "")
+    if len(points) >= 2:
+        n, mean = _band(
+            ax_b, points, colors[0], f"GCC, worst case S = {s} (slope {slope(WORST, 'gcc', ''):.2f})"
+        )
+        _theory(ax_b, n, mean, lambda n: n**-3.0, colors[0])
+    for i, p in enumerate(probabilities, start=3):
+        points = curve(BERNOULLI, "gcc", p)
+        if len(points) < 2:
+            continue
+        color = colors[i % len(colors)]
+        n, mean = _band(ax_b, points, color, f"GCC, p = {p:g} (slope {slope(BERNOULLI, 'gcc', p):.2f})")
+        _theory(ax_b, n, mean, lambda n, p=p: (np.log(n) / np.log(1 / p)) ** 3 * n**-3.0, color)
+    handles, labels = ax_b.get_legend_handles_labels()
+    ax_b.legend([*handles, dashed], [*labels, "theory: N^-3, log_{1/p}(N)^3 N^-3"], fontsize=8)
+    ax_b.set_title("(b) GCC, each worker straggles with probability p")
+
+    grid = sorted({r["num_workers"] for r in rows})
+    for ax in (ax_a, ax_b):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xticks(grid, [str(n) for n in grid], minor=False)
+        ax.set_xticks([], minor=True)
+        ax.set_xlabel("number of workers N")
+        ax.set_ylabel("MSE")
+    fig.suptitle(f"LeNet-5 on MNIST, K = {rows[0]['num_inputs']}: MSE vs N (log-log, mean and 95% CI)")
+    fig.tight_layout()
+    path = out_dir / f"{NAME}.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return [path]
