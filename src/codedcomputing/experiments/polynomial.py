@@ -20,7 +20,7 @@ import numpy as np
 from .. import metrics, stragglers
 from ..codes import BACC, GCC, LCC
 from ..tuning import tune
-from .records import progress, read_csv, summarise, write_csv
+from .records import figure_dir, progress, pyplot, read_csv, save_figure, summarise, write_csv
 
 NAME = "polynomial"
 
@@ -97,14 +97,10 @@ def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: boo
 
 def plot(csv_path: Path, out_dir: Path | None = None) -> list[Path]:
     """Two panels from the CSV: up to LCC's recovery threshold (zoom) and the whole range."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = read_csv(csv_path)
-    out_dir = Path(out_dir) if out_dir is not None else Path(csv_path).parent
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = figure_dir(csv_path, out_dir)
     summary = summarise(rows, ("scheme", "num_stragglers"), "mse")
     n, threshold = rows[0]["num_workers"], rows[0]["recovery_threshold"]
     last_exact = n - threshold  # LCC is exact while S <= N - threshold
@@ -129,8 +125,4 @@ def plot(csv_path: Path, out_dir: Path | None = None) -> list[Path]:
         ax.set_title(title)
         ax.legend()
     fig.suptitle(f"Polynomial f, K = {rows[0]['num_inputs']}, N = {n}, LCC threshold {threshold}")
-    fig.tight_layout()
-    path = out_dir / f"{NAME}.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, out_dir, NAME)]

@@ -51,7 +51,7 @@ import numpy as np
 from .. import datasets, metrics, models, stragglers
 from ..codes import BACC, GCC
 from ..tuning import lambda_grid, tune
-from .records import progress, read_csv, summarise, write_csv
+from .records import figure_dir, progress, pyplot, read_csv, save_figure, summarise, write_csv
 
 NAME = "rates"
 MODEL = "lenet5"
@@ -224,15 +224,11 @@ def _theory(ax, n, mean, shape, color):
 
 def plot(csv_path: Path, out_dir: Path | None = None) -> list[Path]:
     """``rates.png``: (a) worst case, GCC vs BACC; (b) GCC under Bernoulli stragglers."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from matplotlib.lines import Line2D
 
     rows = read_csv(csv_path)
-    out_dir = Path(out_dir) if out_dir is not None else Path(csv_path).parent
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = figure_dir(csv_path, out_dir)
     slopes = {(r["panel"], r["scheme"], r["num_stragglers"], r["p"]): r["slope"] for r in fit_slopes(rows)}
     summary = summarise(rows, ("panel", "scheme", "num_stragglers", "p", "num_workers"), "mse")
 
@@ -290,8 +286,4 @@ def plot(csv_path: Path, out_dir: Path | None = None) -> list[Path]:
         ax.set_xlabel("number of workers N")
         ax.set_ylabel("MSE")
     fig.suptitle(f"LeNet-5 on MNIST, K = {rows[0]['num_inputs']}: MSE vs N (log-log, mean and 95% CI)")
-    fig.tight_layout()
-    path = out_dir / f"{NAME}.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, out_dir, NAME)]

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-__all__ = ["mean_ci", "progress", "read_csv", "summarise", "write_csv"]
+__all__ = ["figure_dir", "mean_ci", "progress", "pyplot", "read_csv", "save_figure", "summarise", "write_csv"]
 
 
 def write_csv(rows: Sequence[dict], path: Path) -> Path:
@@ -65,3 +65,29 @@ def progress(description: str, total: int, enabled: bool = True):
     with Progress(disable=not enabled, transient=True) as bar:
         task = bar.add_task(description, total=total)
         yield lambda: bar.advance(task)
+
+
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def figure_dir(csv_path: Path, out_dir: Path | None) -> Path:
+    """``out_dir``, or the CSV's folder when it is None; created if missing."""
+    folder = Path(out_dir) if out_dir is not None else Path(csv_path).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def save_figure(fig, out_dir: Path, name: str) -> Path:
+    """Lay out ``fig``, write it as ``out_dir/name.png`` and close it."""
+    fig.tight_layout()
+    path = Path(out_dir) / f"{name}.png"
+    fig.savefig(path, dpi=120)
+    pyplot().close(fig)
+    return path

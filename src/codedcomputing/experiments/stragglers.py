@@ -26,7 +26,7 @@ import numpy as np
 from .. import datasets, metrics, models, stragglers
 from ..codes import BACC, GCC, Replication, Uncoded
 from ..tuning import tune
-from .records import progress, read_csv, summarise, write_csv
+from .records import figure_dir, progress, pyplot, read_csv, save_figure, summarise, write_csv
 
 NAME = "stragglers"
 SCHEMES = ("gcc", "gcc-natural", "bacc", "replication", "uncoded")
@@ -124,14 +124,10 @@ def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: boo
 
 def plot(csv_path: Path, out_dir: Path | None = None) -> list[Path]:
     """MSE (log scale) and relative accuracy against S, one row of panels per model."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = read_csv(csv_path)
-    out_dir = Path(out_dir) if out_dir is not None else Path(csv_path).parent
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = figure_dir(csv_path, out_dir)
     model_names = list(dict.fromkeys(row["model"] for row in rows))
     fig, axes = plt.subplots(len(model_names), 2, figsize=(11, 3.8 * len(model_names)), squeeze=False)
     for axes_row, model_name in zip(axes, model_names, strict=True):
@@ -154,8 +150,4 @@ def plot(csv_path: Path, out_dir: Path | None = None) -> list[Path]:
             ax.set_ylabel(label)
             ax.set_title(f"{model_name}: {label} (N = {mine[0]['num_workers']}, K = {mine[0]['num_inputs']})")
             ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = out_dir / f"{NAME}.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, out_dir, NAME)]
