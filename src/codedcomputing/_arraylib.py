@@ -17,7 +17,6 @@ __all__ = [
     "check_inputs",
     "check_results",
     "empty_like_rows",
-    "from_float64",
     "is_torch",
     "to_float64",
 ]
@@ -164,16 +163,6 @@ def to_float64(x) -> np.ndarray:
     if is_torch(x):
         x = x.detach().cpu().numpy()
     return np.asarray(x, dtype=np.float64).reshape(x.shape[0], -1)
-
-
-def from_float64(values: np.ndarray, like, rows: int):
-    """``values (rows, d)`` reshaped to ``(rows,) + like.shape[1:]`` in ``like``'s type."""
-    shape = (rows, *tuple(like.shape[1:]))
-    if is_torch(like):
-        import torch
-
-        return torch.as_tensor(values.reshape(shape), dtype=like.dtype, device=like.device)
-    return values.reshape(shape).astype(like.dtype, copy=False)
 
 
 def empty_like_rows(like, rows: int, fill: float):

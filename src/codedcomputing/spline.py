@@ -217,7 +217,7 @@ class NaturalSpline:
         return out.reshape(z.shape + self.values.shape[1:])
 
 
-def _check_nonnegative(value, name: str, upper: float = np.inf) -> float:
+def check_nonnegative(value, name: str, upper: float = np.inf) -> float:
     """``value`` as a float in ``[0, upper)``; ``ValueError`` naming ``name`` otherwise."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name} must be a real number, got {value!r}")
@@ -229,7 +229,7 @@ def _check_nonnegative(value, name: str, upper: float = np.inf) -> float:
 
 def _sorted_problem(knots, lam):
     t = check_knots(knots)
-    lam = _check_nonnegative(lam, "lam")
+    lam = check_nonnegative(lam, "lam")
     if not np.isfinite(t.size * lam):
         raise ValueError(f"lam = {lam:g} is too large: n * lam overflows")
     order = np.argsort(t, kind="stable")
@@ -276,7 +276,7 @@ def smoothing_matrix(knots, lam: float, points, *, tol: float = 0.0, derivative:
     z = np.asarray(points, dtype=np.float64).ravel()
     if not np.all(np.isfinite(z)):
         raise ValueError("points contains NaN or inf")
-    tol = _check_nonnegative(tol, "tol", upper=1.0)
+    tol = check_nonnegative(tol, "tol", upper=1.0)
     if derivative not in (0, 2):
         raise ValueError(f"derivative must be 0 or 2, got {derivative!r}")
     l = t.size * lam

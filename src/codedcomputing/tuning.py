@@ -29,7 +29,7 @@ import numpy as np
 from . import _arraylib, metrics
 from .codes import GCC
 from .codes.base import MAX_LAMBDA, check_count
-from .spline import check_knots, fit, smoothing_matrix
+from .spline import check_knots, check_nonnegative, fit, smoothing_matrix
 
 __all__ = ["TuningResult", "gcv_lambda", "gcv_score", "lambda_grid", "tune"]
 
@@ -40,12 +40,6 @@ __all__ = ["TuningResult", "gcv_lambda", "gcv_score", "lambda_grid", "tune"]
 DENSE_GCV_LIMIT = 400
 SPARSE_TOL = 1e-14
 DIAGONAL_ENTRIES = 2**22
-
-
-def _check_real(value, name: str) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a real number, got {value!r}")
-    return float(value)
 
 
 def lambda_grid(num_knots: int, num: int = 12, low: float = 1e-6, high: float = 1e4) -> np.ndarray:
@@ -65,7 +59,7 @@ def lambda_grid(num_knots: int, num: int = 12, low: float = 1e-6, high: float = 
     """
     num_knots = check_count(num_knots, "num_knots", 2)
     num = check_count(num, "num", 1)
-    low, high = _check_real(low, "low"), _check_real(high, "high")
+    low, high = check_nonnegative(low, "low"), check_nonnegative(high, "high")
     if not (np.isfinite(low) and low > 0):
         raise ValueError(f"low must be a finite number > 0, got {low!r}")
     if not (np.isfinite(high) and high >= low):

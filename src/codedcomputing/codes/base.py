@@ -12,6 +12,7 @@ import numpy as np
 from .. import _arraylib
 from ..errors import InsufficientResultsError, NonFiniteResultWarning
 from ..points import make_points
+from ..spline import check_nonnegative
 
 __all__ = ["Code", "check_count"]
 
@@ -29,16 +30,12 @@ MAX_LAMBDA = 1e100
 
 
 def check_lambda(value, name: str) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
-    lam = float(value)
+    lam = check_nonnegative(value, name)
     if lam > MAX_LAMBDA:
         raise ValueError(
             f"{name} must be at most {MAX_LAMBDA:g} (far beyond that the spline is already the "
             f"least-squares line), got {value!r}"
         )
-    if not np.isfinite(lam) or lam < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     return lam
 
 
