@@ -115,7 +115,7 @@ def test_stragglers_writes_rows_for_every_model_scheme_and_trial(stragglers_run)
 
 @pytest.mark.slow
 def test_stragglers_gcc_beats_bacc_and_uncoded_loses_inputs(stragglers_run):
-    """Quick run (5 trials): GCC's MSE is below BACC's at most S and on average, its relative
+    """Quick run (5 trials): GCC's MSE is below BACC's at most S and by a geometric-mean factor, its relative
     accuracy keeps up, and uncoded computation loses the stragglers' inputs."""
     _, rows = stragglers_run
     for model in ("lenet5", "vit"):
@@ -125,8 +125,8 @@ def test_stragglers_gcc_beats_bacc_and_uncoded_loses_inputs(stragglers_run):
         s_values = sorted({s for _, s in mse})
         wins = [mse[("gcc", s)][0] < mse[("bacc", s)][0] for s in s_values]
         assert sum(wins) >= 0.8 * len(s_values)
-        assert np.mean([mse[("gcc", s)][0] for s in s_values]) < np.mean(
-            [mse[("bacc", s)][0] for s in s_values]
-        )
+        # The mean over S would be the largest S's 5 noisy trials; the log ratio weighs each S alike.
+        log_ratios = [np.log(mse[("bacc", s)][0] / mse[("gcc", s)][0]) for s in s_values]
+        assert np.exp(np.mean(log_ratios)) > 1.2
         assert np.mean([acc[("gcc", s)][0] - acc[("bacc", s)][0] for s in s_values]) >= -0.02
         assert acc[("uncoded", max(s_values))][0] < 0.7  # 60% of workers straggle

@@ -350,6 +350,8 @@ def test_tune_single_input_and_progress_bar():
         ({"f": "not callable"}, "f"),
         ({"stragglers": lambda n, rng: [0]}, "stragglers"),
         ({"stragglers": lambda n, rng: [0, n]}, "stragglers"),
+        ({"X": [batch(0), batch(1)[:, :6]]}, "shape"),
+        ({"X": [batch(0), batch(1), batch(2)]}, "trials"),  # 3 batches, 2 trials
     ],
 )
 def test_tune_rejects_bad_input(kwargs, name):
@@ -367,3 +369,34 @@ def test_tune_rejects_non_finite_truth():
 
     with pytest.raises(ValueError, match=r"f\(X\)"):
         tuning.tune(f, batch(0), N, random_stragglers, trials=2)
+
+
+def test_tune_over_several_batches_scores_each_trial_on_its_own_batch():
+    batches = [batch(0), batch(1), batch(2)]
+    grid = {"lambdas_enc": [0.0], "lambdas_dec": [0.0, 1e-3]}
+    result = tuning.tune(noisy_f, batches, N, random_stragglers, trials=6, seed=3, **grid)
+    # An independent reference: the same patterns (drawn first, from the same seed), trial t
+    # on batch t % 3, each pair scored by its own GCC.
+    rng = np.random.default_rng(3)
+    patterns = [np.sort(random_stragglers(N, rng)) for _ in range(6)]
+    for j, lam in enumerate(grid["lambdas_dec"]):
+        code = cc.GCC(K, N, 0.0, lam)
+        expected = np.mean(
+            [
+                cc.metrics.mse(
+                    code.decode(noisy_f(code.encode(batches[t % 3]))[a], a), noisy_f(batches[t % 3])
+                )
+                for t, a in enumerate(patterns)
+            ]
+        )
+        assert result.grid_mse[0, j] == pytest.approx(expected, rel=1e-12)
+    one = tuning.tune(noisy_f, batches[0], N, random_stragglers, trials=6, seed=3, **grid)
+    assert not np.allclose(one.grid_mse, result.grid_mse)
+
+
+def test_tune_reads_a_list_of_rows_as_one_batch():
+    rows = batch(0).tolist()
+    grid = {"lambdas_enc": [0.0], "lambdas_dec": [0.0]}
+    a = tuning.tune(clean_f, rows, N, random_stragglers, trials=2, **grid)
+    b = tuning.tune(clean_f, batch(0), N, random_stragglers, trials=2, **grid)
+    assert a.num_inputs == K and a.mse == pytest.approx(b.mse, rel=1e-12)

@@ -226,6 +226,27 @@ def _check_batch(X):
     return _arraylib.check_inputs(X, X.shape[0], "X")
 
 
+def _check_batches(X) -> list:
+    """``X`` (one batch) or a list/tuple of arrays (several batches) as a list of checked batches.
+
+    A list of plain numbers or lists is one batch, as ``np.asarray`` reads it; a list whose
+    items are numpy arrays or torch tensors is a list of batches, which must share one shape.
+    """
+    if not (
+        isinstance(X, (list, tuple))
+        and X
+        and all(isinstance(b, np.ndarray) or _arraylib.is_torch(b) for b in X)
+    ):
+        return [_check_batch(X)]
+    batches = [_check_batch(batch) for batch in X]
+    shapes = {tuple(batch.shape) for batch in batches}
+    if len(shapes) > 1:
+        raise ValueError(f"X's batches must all have one shape (K, ...), got shapes {sorted(shapes)}")
+    if len({_arraylib.is_torch(batch) for batch in batches}) > 1:
+        raise ValueError("X's batches must be all numpy arrays or all torch tensors")
+    return batches
+
+
 def _all_finite(y) -> bool:
     if _arraylib.is_torch(y):
         return bool(y.isfinite().all())
@@ -253,6 +274,11 @@ def tune(
     num_workers``. Returns a :class:`TuningResult` (ties go to the earliest pair, row by
     row).
 
+    ``X`` may also be a list (or tuple) of ``B`` calibration batches, numpy arrays or torch
+    tensors of one shape ``(K, ...)``: trial ``t`` then codes batch ``t % B``, so the pair chosen must do well
+    across inputs, not just on one batch (with one batch, a pair can win by fitting that
+    batch's quirks). Use at least as many trials as batches.
+
     - ``f``: a batch callable, as for the codes: numpy in, numpy out, or (when ``X`` is a
       torch tensor) torch in, torch out (run under ``torch.no_grad()``). Its results are
       kept as it returns them; results with NaN or inf are erasures (``decode`` drops them
@@ -267,8 +293,8 @@ def tune(
       ``c`` from ``1e-6`` to ``1e4`` in steps of ~27x, coarser than ``lambda_grid``'s
       default to keep the cost down.
 
-    Cost: ``f`` is called once on ``X`` and once per encoder lambda on all ``N`` coded
-    inputs; each (decoder lambda, pattern) decoder is built once and applied to the
+    Cost: ``f`` is called once on each batch and once per (encoder lambda, batch) on all
+    ``N`` coded inputs; each (decoder lambda, pattern) decoder is built once and applied to the
     results of every encoder lambda. ``progress=True`` shows a rich progress bar over the
     encoder lambdas.
     """
@@ -276,10 +302,12 @@ def tune(
         raise ValueError(f"f must be callable, got {f!r}")
     if not callable(stragglers):
         raise ValueError(f"stragglers must be callable (num_workers, rng) -> alive, got {stragglers!r}")
-    X = _check_batch(X)
-    num_inputs = int(X.shape[0])
+    batches = _check_batches(X)
+    num_inputs = int(batches[0].shape[0])
     num_workers = check_count(num_workers, "num_workers", 2)
     trials = check_count(trials, "trials", 1)
+    if trials < len(batches):
+        raise ValueError(f"trials must be at least the number of batches ({len(batches)}), got {trials}")
     if lambdas_enc is None:
         lambdas_enc = lambda_grid(num_inputs, num=8) if num_inputs > 2 else [0.0]
     if lambdas_dec is None:
@@ -306,14 +334,14 @@ def tune(
         code.decoder_cache_size = max(type(code).decoder_cache_size, trials)
 
     no_grad = contextlib.nullcontext()
-    if _arraylib.is_torch(X):
+    if _arraylib.is_torch(batches[0]):
         import torch
 
         no_grad = torch.no_grad()
     grid_mse = np.empty((lambdas_enc.size, lambdas_dec.size))
     with no_grad:
-        truth = f(X)
-        if not _all_finite(truth):
+        truths = [f(batch) for batch in batches]
+        if not all(_all_finite(truth) for truth in truths):
             raise ValueError("f(X) contains NaN or inf: no ground truth to tune against")
         rows = enumerate(encoders)
         if progress:
@@ -321,11 +349,14 @@ def tune(
 
             rows = track(list(rows), description="tuning GCC lambdas", total=len(encoders))
         for i, encoder in rows:
-            results = f(encoder.encode(X))
+            results = [f(encoder.encode(batch)) for batch in batches]
             for j, code in enumerate(decoders):
                 errors = [
-                    metrics.mse(code.decode(_arraylib.take_rows(results, alive), alive), truth)
-                    for alive in patterns
+                    metrics.mse(
+                        code.decode(_arraylib.take_rows(results[t % len(batches)], alive), alive),
+                        truths[t % len(batches)],
+                    )
+                    for t, alive in enumerate(patterns)
                 ]
                 grid_mse[i, j] = np.mean(errors)
     best = np.unravel_index(int(np.argmin(np.where(np.isnan(grid_mse), np.inf, grid_mse))), grid_mse.shape)
