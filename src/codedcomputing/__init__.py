@@ -12,6 +12,14 @@ __version__ = "0.1.0"
 from . import datasets, errors, metrics, models, points, spline, stragglers, tuning
 from .codes import BACC, CODES, GCC, LCC, Code, Replication, Uncoded
 from .errors import InsufficientResultsError, MissingResultsError, NonFiniteResultWarning
+from .runtime import (
+    CodedExecutor,
+    RayCluster,
+    SimulatedCluster,
+    ThreadCluster,
+    delays,
+    faults,
+)
 
 __all__ = [
     "BACC",
@@ -19,14 +27,20 @@ __all__ = [
     "GCC",
     "LCC",
     "Code",
+    "CodedExecutor",
     "InsufficientResultsError",
     "MissingResultsError",
     "NonFiniteResultWarning",
+    "RayCluster",
     "Replication",
+    "SimulatedCluster",
+    "ThreadCluster",
     "Uncoded",
     "__version__",
     "datasets",
+    "delays",
     "errors",
+    "faults",
     "metrics",
     "models",
     "points",

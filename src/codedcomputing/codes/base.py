@@ -100,6 +100,15 @@ class Code(ABC):
     def min_results(self) -> int:
         return 1
 
+    def complete(self, alive) -> bool:
+        """True once the results of ``alive`` are all this code can use to keep its promise.
+
+        What a runtime waits for when told no count: approximate codes (GCC, BACC) improve
+        with every result, so only all ``N`` are complete; exact codes override this (LCC:
+        its recovery threshold; uncoded and replication: one result per input).
+        """
+        return np.unique(_arraylib.check_alive(alive, self.num_workers)).size >= self.num_workers
+
     def clear_cache(self) -> None:
         """Forget the cached decoders (they are rebuilt on demand)."""
         self._decoders = OrderedDict()

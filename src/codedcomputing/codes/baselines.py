@@ -30,6 +30,10 @@ class _Assignment(Code):
         covered[self.assignment[alive]] = True
         return np.flatnonzero(~covered).tolist()
 
+    def complete(self, alive) -> bool:
+        """True once every input has at least one result in ``alive``."""
+        return not self.missing_inputs(alive)
+
     def decode(self, Y, alive, *, fill: float | None = None):
         """Copy each input's first result in ``alive`` order (the first to arrive) back.
 

@@ -82,6 +82,10 @@ class LCC(Code):
     def __repr__(self) -> str:
         return f"LCC(num_inputs={self.num_inputs}, num_workers={self.num_workers}, degree={self.degree})"
 
+    def complete(self, alive) -> bool:
+        """True once ``alive`` reaches the recovery threshold: decoding is then exact."""
+        return np.unique(_arraylib.check_alive(alive, self.num_workers)).size >= self.min_results
+
     def decode(self, Y, alive, *, best_effort: bool = False):
         """Decode; below ``recovery_threshold`` results raise unless ``best_effort``."""
         Y, alive = self._usable_results(Y, alive)

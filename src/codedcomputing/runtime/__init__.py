@@ -1,0 +1,23 @@
+"""Running coded computations on workers: clusters, injected delays and faults, the executor.
+
+Layering: the runtime knows the :class:`~codedcomputing.codes.Code` interface (``encode``,
+``decode``, ``complete``), never a specific code.
+"""
+
+from . import delays, faults
+from .clusters import Cluster, Gathered, SimulatedCluster, ThreadCluster
+from .executor import CodedExecutor, Report, Result
+from .ray_cluster import RayCluster
+
+__all__ = [
+    "Cluster",
+    "CodedExecutor",
+    "Gathered",
+    "RayCluster",
+    "Report",
+    "Result",
+    "SimulatedCluster",
+    "ThreadCluster",
+    "delays",
+    "faults",
+]

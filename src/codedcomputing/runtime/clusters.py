@@ -1,0 +1,421 @@
+"""Cluster backends and their one primitive, :meth:`Cluster.gather`.
+
+``gather(f, inputs, wait_for, deadline)`` gives worker ``n`` the task ``f(inputs[n:n+1])``
+for every ``n``, takes results in the order they arrive until ``wait_for`` usable ones
+are in (or the workers that arrived satisfy a predicate, or ``deadline`` seconds have
+passed, or nothing more can come), and drops or cancels the rest. Everything
+straggler-related (:class:`~codedcomputing.runtime.CodedExecutor`, the latency experiment,
+the demo) is built on it. Backends: :class:`ThreadCluster` (in-process threads, the
+embedded default), :class:`~codedcomputing.runtime.RayCluster` and
+:class:`SimulatedCluster` (a virtual clock).
+
+A result is *usable* when the task returned without raising, and the output is finite
+and shaped like the first usable one. Anything else (an exception, a crash, NaN, a
+mis-shaped array) makes the worker a straggler recorded in :attr:`Gathered.failed`,
+never an error of the caller. Injected delays (:mod:`~codedcomputing.runtime.delays`) are
+added to each worker's real time on the master's side; injected faults
+(:mod:`~codedcomputing.runtime.faults`) replace what the worker does.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import queue
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _arraylib
+from .delays import DelayModel
+from .faults import FaultModel, InjectedFault, corrupt
+
+__all__ = ["Cluster", "Gathered", "SimulatedCluster", "ThreadCluster", "run_task"]
+
+WaitFor = int | Callable[[np.ndarray], bool]
+
+
+@dataclass(eq=False)
+class Gathered:
+    """What one :meth:`Cluster.gather` call got back.
+
+    - ``results``: the usable outputs stacked in arrival order, ``(len(alive), ...)``, as
+      ``f`` returned them (numpy or torch); ``None`` when nothing usable arrived.
+    - ``alive``: the workers whose usable results these are, in arrival order.
+    - ``latency``: ``(N,)`` seconds from dispatch to each worker's arrival (usable or
+      failed), injected delay included; NaN for workers that never arrived in time.
+    - ``failed``: ``{worker: reason}`` for workers that arrived with an exception or an
+      unusable output. ``dropped``: workers that had not arrived when the call ended
+      (slow, hung, or cancelled), sorted.
+    - ``delays``: the injected ``(N,)`` delays; ``faults``: the injected ``{worker: kind}``.
+    - ``wall_s``: seconds the call took (virtual seconds on a simulated cluster).
+    - ``timed_out``: True when the deadline ended the call before ``wait_for`` was met.
+    """
+
+    results: object
+    alive: np.ndarray
+    latency: np.ndarray
+    failed: dict[int, str]
+    dropped: np.ndarray
+    delays: np.ndarray
+    faults: dict[int, str]
+    wall_s: float
+    timed_out: bool = False
+    compute_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+def run_task(f, x, fault: str | None, seed: int):
+    """One worker's task: ``(f(x), seconds f took)``, with an injected fault applied.
+
+    Runs wherever the backend runs tasks (a thread, a Ray worker process).
+    """
+    if fault == "raise":
+        raise InjectedFault("injected fault: worker raised")
+    if fault == "hang":
+        while True:  # only a force-cancel (Ray) ends this; threads never start such a task
+            time.sleep(3600)
+    start = time.perf_counter()
+    out = f(x)
+    seconds = time.perf_counter() - start
+    if fault in ("nan", "garbage"):
+        out = corrupt(out, fault, seed)
+    return out, seconds
+
+
+def check_wait_for(wait_for, num_workers: int) -> Callable[[list[int]], bool]:
+    """``wait_for`` (a count in ``1..N`` or a predicate on the arrived workers) as a predicate."""
+    if callable(wait_for):
+        return lambda arrived: bool(wait_for(np.asarray(arrived, dtype=np.int64)))
+    if isinstance(wait_for, bool) or not isinstance(wait_for, (int, np.integer)):
+        raise ValueError(
+            f"wait_for must be an integer or a predicate on the arrived workers, got {wait_for!r}"
+        )
+    if not 1 <= wait_for <= num_workers:
+        raise ValueError(f"wait_for must be in 1..{num_workers} (the number of workers), got {wait_for}")
+    count = int(wait_for)
+    return lambda arrived: len(arrived) >= count
+
+
+def check_deadline(deadline) -> float:
+    """``deadline`` (seconds after dispatch, or None for no deadline) as a float (inf for None)."""
+    if deadline is None:
+        return math.inf
+    try:
+        value = float(deadline)
+    except (TypeError, ValueError):
+        raise ValueError(f"deadline must be a number of seconds > 0 or None, got {deadline!r}") from None
+    if not value > 0:  # also rejects NaN
+        raise ValueError(f"deadline must be a number of seconds > 0 or None, got {deadline!r}")
+    return value
+
+
+def _num_rows(inputs) -> int:
+    if not hasattr(inputs, "shape") or len(inputs.shape) == 0:
+        raise ValueError("inputs must be an array or tensor with one row per worker")
+    return int(inputs.shape[0])
+
+
+class _Collector:
+    """Sorts arrivals into usable results and failures, in arrival order."""
+
+    def __init__(self, num_workers: int, enough: Callable[[list[int]], bool]):
+        self.enough = enough
+        self.alive: list[int] = []
+        self.outputs: list = []
+        self.failed: dict[int, str] = {}
+        self.latency = np.full(num_workers, np.nan)
+        self.compute_s = np.full(num_workers, np.nan)
+        self.shape: tuple | None = None
+
+    def arrive(self, worker: int, latency: float, outcome, compute_s: float = math.nan) -> None:
+        """Record ``outcome`` (an output, or the exception the task raised)."""
+        self.latency[worker] = latency
+        self.compute_s[worker] = compute_s
+        if isinstance(outcome, BaseException):
+            self.failed[worker] = f"{type(outcome).__name__}: {outcome}"[:300]
+            return
+        reason = self._unusable(outcome)
+        if reason:
+            self.failed[worker] = reason
+            return
+        self.alive.append(worker)
+        self.outputs.append(outcome)
+
+    def _unusable(self, out) -> str | None:
+        if not (_arraylib.is_torch(out) or isinstance(out, np.ndarray)):
+            try:
+                out = np.asarray(out, dtype=np.float64)
+            except (TypeError, ValueError):
+                return f"returned {type(out).__name__}, not an array"
+        shape = tuple(out.shape)
+        if len(shape) == 0 or shape[0] != 1:
+            return f"returned shape {shape}; a task's output needs one row (f on a batch of one)"
+        if self.shape is not None and shape != self.shape:
+            return f"returned shape {shape}, unlike the first result's {self.shape}"
+        finite = bool(out.isfinite().all()) if _arraylib.is_torch(out) else bool(np.all(np.isfinite(out)))
+        if not finite:
+            return "returned NaN or inf"
+        self.shape = shape
+        return None
+
+    @property
+    def done(self) -> bool:
+        return self.enough(self.alive)
+
+    def gathered(self, num_workers, delays, faults, wall_s, timed_out) -> Gathered:
+        arrived = set(self.alive) | set(self.failed)
+        dropped = np.array([n for n in range(num_workers) if n not in arrived], dtype=np.int64)
+        return Gathered(
+            results=_stack(self.outputs),
+            alive=np.array(self.alive, dtype=np.int64),
+            latency=self.latency,
+            failed=dict(self.failed),
+            dropped=dropped,
+            delays=delays,
+            faults=faults,
+            wall_s=wall_s,
+            timed_out=timed_out,
+            compute_s=self.compute_s,
+        )
+
+
+def _stack(outputs: list):
+    if not outputs:
+        return None
+    if _arraylib.is_torch(outputs[0]):
+        import torch
+
+        return torch.cat(outputs)
+    return np.concatenate([np.asarray(out) for out in outputs])
+
+
+class Cluster(ABC):
+    """A backend that runs one task per worker: see :meth:`gather`.
+
+    ``delays`` (a :class:`~codedcomputing.runtime.delays.DelayModel`) and ``faults`` (a
+    :class:`~codedcomputing.runtime.faults.FaultModel`) are injected on every call, drawn
+    from a generator seeded by ``seed``. Clusters are context managers; :meth:`close`
+    frees their resources.
+    """
+
+    name: str = "cluster"
+
+    def __init__(self, delays: DelayModel | None = None, faults: FaultModel | None = None, seed=0):
+        if delays is not None and not isinstance(delays, DelayModel):
+            raise ValueError(f"delays must be a codedcomputing.delays model or None, got {delays!r}")
+        if faults is not None and not isinstance(faults, FaultModel):
+            raise ValueError(f"faults must be a codedcomputing.faults model or None, got {faults!r}")
+        self.delays = delays
+        self.faults = faults
+        self.rng = np.random.default_rng(seed)
+
+    def gather(self, f: Callable, inputs, wait_for: WaitFor, deadline: float | None = None) -> Gathered:
+        """Run ``f(inputs[n:n+1])`` on every worker ``n``; return the first results to arrive.
+
+        - ``inputs``: ``(N, ...)`` numpy array or torch tensor, one row per worker.
+        - ``wait_for``: stop once this many usable results are in, or (a callable) once
+          ``wait_for(alive)`` is true for the workers whose usable results are in.
+        - ``deadline``: seconds after dispatch; the call returns whatever arrived by then.
+
+        It also returns early when every worker has answered or failed. It never raises
+        for a worker's failure: check ``len(result.alive)``. Workers still running when
+        it returns are cancelled where the backend can (Ray: force-cancel), else left to
+        finish in the background with their results discarded.
+        """
+        if not callable(f):
+            raise ValueError(f"f must be callable, got {f!r}")
+        num_workers = _num_rows(inputs)
+        enough = check_wait_for(wait_for, num_workers)
+        deadline_s = check_deadline(deadline)
+        delays = (
+            np.zeros(num_workers)
+            if self.delays is None
+            else np.asarray(self.delays.sample(num_workers, self.rng))
+        )
+        faults = {} if self.faults is None else self.faults.sample(num_workers, self.rng)
+        seeds = self.rng.integers(2**63, size=num_workers)
+        return self._gather(f, inputs, num_workers, enough, deadline_s, delays, faults, seeds)
+
+    @abstractmethod
+    def _gather(self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds) -> Gathered: ...
+
+    def close(self) -> None:  # noqa: B027 - a hook: backends without resources have nothing to free
+        """Free the backend's resources (idempotent)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class _Arrivals:
+    """Results held back until their injected delay has passed: a heap of release times."""
+
+    def __init__(self):
+        self._heap: list = []
+
+    def push(self, release: float, worker: int, payload) -> None:
+        heapq.heappush(self._heap, (release, worker, payload))
+
+    def pop_due(self, now: float):
+        while self._heap and self._heap[0][0] <= now:
+            yield heapq.heappop(self._heap)
+
+    def next_release(self) -> float:
+        return self._heap[0][0] if self._heap else math.inf
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+
+class ThreadCluster(Cluster):
+    """In-process workers on a thread pool: the embedded default.
+
+    ``num_threads`` threads compute tasks (torch and numpy release the GIL in their
+    kernels). A worker's result reaches the master its compute time plus its injected
+    delay after dispatch; the delay is held by the master, not slept in a thread. Workers
+    whose results are not waited for are dropped: queued tasks are cancelled, running ones
+    finish in the background. A task of a worker injected with ``"hang"`` is never started.
+    A user ``f`` that truly hangs occupies its thread for good: give ``gather`` a
+    ``deadline`` (and prefer :class:`~codedcomputing.runtime.RayCluster`, which can kill it).
+    """
+
+    name = "thread"
+
+    def __init__(self, num_threads: int = 8, delays=None, faults=None, seed=0):
+        if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1:
+            raise ValueError(f"num_threads must be an integer >= 1, got {num_threads!r}")
+        super().__init__(delays, faults, seed)
+        self.num_threads = int(num_threads)
+        self._pool = ThreadPoolExecutor(self.num_threads, thread_name_prefix="codedcomputing-worker")
+
+    def _gather(self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds):
+        collector = _Collector(num_workers, enough)
+        arrivals = _Arrivals()
+        finished: queue.SimpleQueue = queue.SimpleQueue()
+        start = time.perf_counter()
+        futures = []
+        for n in range(num_workers):
+            if faults.get(n) == "hang":
+                continue
+            task = self._pool.submit(
+                run_task, f, _arraylib.take_rows(inputs, np.array([n])), faults.get(n), seeds[n]
+            )
+            task.add_done_callback(lambda fut, n=n: finished.put((n, time.perf_counter(), fut)))
+            futures.append(task)
+        outstanding = len(futures)
+        timed_out = False
+        try:
+            while not collector.done:
+                now = time.perf_counter()
+                for release, n, fut in arrivals.pop_due(now):
+                    if fut.cancelled():
+                        continue
+                    error = fut.exception()
+                    if error is not None:
+                        collector.arrive(n, release - start, error)
+                    else:
+                        out, compute_s = fut.result()
+                        collector.arrive(n, release - start, out, compute_s)
+                    if collector.done:
+                        break
+                if collector.done or (outstanding == 0 and not len(arrivals)):
+                    break
+                now = time.perf_counter()
+                if now - start >= deadline_s:
+                    timed_out = True
+                    break
+                wait = min(arrivals.next_release(), start + deadline_s) - now
+                try:
+                    n, done_at, fut = finished.get(timeout=None if math.isinf(wait) else max(wait, 0.0))
+                except queue.Empty:
+                    continue
+                outstanding -= 1
+                arrivals.push(done_at + delays[n], n, fut)
+        finally:
+            for task in futures:
+                task.cancel()  # not started yet: never starts
+        wall = time.perf_counter() - start
+        return collector.gathered(num_workers, delays, faults, wall, timed_out)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"ThreadCluster(num_threads={self.num_threads}, delays={self.delays!r}, faults={self.faults!r})"
+        )
+
+
+class SimulatedCluster(Cluster):
+    """A virtual clock: worker n's latency is ``compute_s + delay_n``; nothing sleeps.
+
+    ``f`` runs in batches on just the workers whose results are needed (the earliest
+    arrivals), so N in the thousands costs little more than the results used. ``wall_s``
+    and ``latency`` are virtual seconds. Faults behave as on a real cluster: ``"hang"``
+    never arrives, ``"raise"`` fails at its arrival time, ``"nan"`` and ``"garbage"``
+    corrupt the output.
+    """
+
+    name = "simulated"
+
+    def __init__(self, delays=None, faults=None, seed=0, compute_s: float = 0.0):
+        super().__init__(delays, faults, seed)
+        compute_s = float(compute_s)
+        if not (math.isfinite(compute_s) and compute_s >= 0):
+            raise ValueError(f"compute_s must be a finite number of seconds >= 0, got {compute_s!r}")
+        self.compute_s = compute_s
+
+    def _gather(self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds):
+        collector = _Collector(num_workers, enough)
+        arrival = self.compute_s + delays
+        order = [n for n in np.argsort(arrival, kind="stable").tolist() if faults.get(n) != "hang"]
+        order = [n for n in order if arrival[n] <= deadline_s]
+        position, clock = 0, 0.0
+        while position < len(order) and not collector.done:
+            # The next chunk: arrivals up to where the predicate would hold if all were usable.
+            hypothetical = list(collector.alive)
+            end = position
+            while end < len(order) and not enough(hypothetical):
+                if faults.get(order[end]) != "raise":
+                    hypothetical.append(order[end])
+                end += 1
+            end = max(end, position + 1)
+            chunk = order[position:end]
+            computed = [n for n in chunk if faults.get(n) != "raise"]
+            outputs = {}
+            if computed:
+                try:
+                    batch = f(_arraylib.take_rows(inputs, np.array(computed)))
+                    rows = [_arraylib.take_rows(batch, np.array([i])) for i in range(len(computed))]
+                    outputs = dict(zip(computed, rows, strict=True))
+                except Exception as err:  # a failing f is a failed worker
+                    outputs = dict.fromkeys(computed, err)
+            for n in chunk:
+                clock = float(arrival[n])
+                if faults.get(n) == "raise":
+                    collector.arrive(n, clock, InjectedFault("injected fault: worker raised"))
+                else:
+                    out = outputs[n]
+                    if faults.get(n) in ("nan", "garbage") and not isinstance(out, BaseException):
+                        out = corrupt(out, faults[n], seeds[n])
+                    collector.arrive(n, clock, out, 0.0)
+                if collector.done:
+                    break
+            position = end
+        # Short of results: with a deadline the master waited until it; without one it stopped
+        # when nothing more could arrive.
+        timed_out = not collector.done and math.isfinite(deadline_s)
+        if timed_out:
+            clock = deadline_s
+        return collector.gathered(num_workers, delays, faults, clock, timed_out)
+
+    def __repr__(self) -> str:
+        return (
+            f"SimulatedCluster(delays={self.delays!r}, faults={self.faults!r}, compute_s={self.compute_s:g})"
+        )

@@ -1,0 +1,184 @@
+"""Coded computation on a cluster: encode, gather the fastest workers, decode."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..codes import Code
+from ..errors import InsufficientResultsError, MissingResultsError
+from .clusters import Cluster, Gathered
+
+__all__ = ["CodedExecutor", "Report", "Result"]
+
+
+@dataclass(eq=False)
+class Report:
+    """Where one :meth:`CodedExecutor.run` spent its time and what each worker did.
+
+    - ``latency``: ``(N,)`` seconds from dispatch to each worker's arrival (NaN: never
+      arrived in time); ``compute_s``: ``(N,)`` seconds ``f`` ran on each worker that
+      arrived (0 on a simulated cluster).
+    - ``alive``: workers whose results were used, in arrival order; ``failed``: ``{worker:
+      reason}`` (raised, crashed, NaN or mis-shaped output); ``dropped``: not waited for.
+    - ``delays``, ``faults``: what was injected.
+    - ``encode_s``, ``wait_s``, ``decode_s``, ``total_s``: the call's time split (``wait_s``
+      is the cluster's; virtual seconds on a simulated cluster, where ``total_s`` is
+      ``encode_s + wait_s + decode_s``).
+    - ``timed_out``: the deadline ended the wait before ``wait_for`` results were in.
+    """
+
+    latency: np.ndarray
+    compute_s: np.ndarray
+    alive: np.ndarray
+    failed: dict[int, str]
+    dropped: np.ndarray
+    delays: np.ndarray
+    faults: dict[int, str]
+    encode_s: float
+    wait_s: float
+    decode_s: float
+    timed_out: bool
+
+    @property
+    def total_s(self) -> float:
+        return self.encode_s + self.wait_s + self.decode_s
+
+    @property
+    def master_s(self) -> float:
+        """The master's own work: ``encode_s + decode_s``."""
+        return self.encode_s + self.decode_s
+
+
+@dataclass(eq=False)
+class Result:
+    """``estimates`` ``(K, ...)`` of ``f(x_k)``; ``alive``: the workers used, sorted; ``report``."""
+
+    estimates: object
+    alive: np.ndarray
+    report: Report
+
+
+def _report(gathered: Gathered, encode_s: float, decode_s: float) -> Report:
+    return Report(
+        latency=gathered.latency,
+        compute_s=gathered.compute_s,
+        alive=gathered.alive,
+        failed=gathered.failed,
+        dropped=gathered.dropped,
+        delays=gathered.delays,
+        faults=gathered.faults,
+        encode_s=encode_s,
+        wait_s=gathered.wall_s,
+        decode_s=decode_s,
+        timed_out=gathered.timed_out,
+    )
+
+
+class CodedExecutor:
+    """Runs ``f`` on a batch through ``code`` on ``cluster``: encode, gather, decode.
+
+    ``code``: any :class:`~codedcomputing.codes.Code`; ``f``: a batch callable (numpy in and
+    out, or torch in and out), run by each worker on its one coded input; ``cluster``: a
+    :class:`~codedcomputing.runtime.Cluster`. The executor does not own the cluster.
+    """
+
+    def __init__(self, code: Code, f: Callable, cluster: Cluster):
+        if not isinstance(code, Code):
+            raise ValueError(f"code must be a codedcomputing code (GCC, BACC, ...), got {code!r}")
+        if not callable(f):
+            raise ValueError(f"f must be callable, got {f!r}")
+        if not isinstance(cluster, Cluster):
+            raise ValueError(
+                f"cluster must be a codedcomputing cluster (ThreadCluster, ...), got {cluster!r}"
+            )
+        self.code, self.f, self.cluster = code, f, cluster
+
+    def _wait_for(self, wait_for):
+        if wait_for is None:
+            return self.code.complete
+        if isinstance(wait_for, bool) or not isinstance(wait_for, (int, np.integer)):
+            raise ValueError(f"wait_for must be an integer number of results or None, got {wait_for!r}")
+        n = self.code.num_workers
+        if not self.code.min_results <= wait_for <= n:
+            raise ValueError(
+                f"wait_for must be in {self.code.min_results}..{n} for {self.code.name} "
+                f"(it needs {self.code.min_results} results to decode, N = {n}), got {wait_for}"
+            )
+        return int(wait_for)
+
+    def run(self, X, wait_for: int | None = None, deadline: float | None = None) -> Result:
+        """Estimates of ``f(x_k)`` for the ``K`` rows of ``X`` from the fastest workers.
+
+        ``wait_for``: use the first this many usable results (``N - S`` for S stragglers);
+        ``None`` waits until the code is complete (:meth:`Code.complete`: all N for GCC and
+        BACC, LCC's threshold, one copy per input for uncoded and replication).
+        ``deadline``: seconds after dispatch; decode whatever arrived by then.
+
+        If too few usable results arrived to decode, raises
+        :class:`~codedcomputing.errors.InsufficientResultsError` (or
+        :class:`~codedcomputing.errors.MissingResultsError` for uncoded and replication) with
+        the run's :class:`Report` as ``error.report`` and the arrived results as
+        ``error.results``.
+        """
+        wait_for = self._wait_for(wait_for)
+        start = time.perf_counter()
+        coded = self.code.encode(X)
+        return self._finish(coded, time.perf_counter() - start, wait_for, deadline)
+
+    def _finish(self, coded, encode_s: float, wait_for, deadline) -> Result:
+        gathered = self.cluster.gather(self.f, coded, wait_for, deadline)
+        start = time.perf_counter()
+        try:
+            if gathered.results is None:
+                raise InsufficientResultsError(
+                    f"{self.code.name}: no usable result arrived "
+                    f"({len(gathered.failed)} failed, {gathered.dropped.size} dropped)",
+                    needed=self.code.min_results,
+                    alive=[],
+                )
+            estimates = self.code.decode(gathered.results, gathered.alive)
+        except (InsufficientResultsError, MissingResultsError) as err:
+            err.report = _report(gathered, encode_s, time.perf_counter() - start)
+            err.results = gathered.results
+            raise
+        report = _report(gathered, encode_s, time.perf_counter() - start)
+        return Result(estimates=estimates, alive=np.sort(gathered.alive), report=report)
+
+    def map(
+        self, batches: Iterable, wait_for: int | None = None, deadline: float | None = None
+    ) -> Iterator[Result]:
+        """``run`` over many batches, encoding the next batch while waiting on this one.
+
+        Yields one :class:`Result` per batch, in order. The encode of batch ``i + 1`` runs
+        on a helper thread during batch ``i``'s wait, so the master's encode time leaves
+        the critical path; ``report.encode_s`` still records it.
+        """
+        wait_for = self._wait_for(wait_for)
+
+        def encode(X):
+            start = time.perf_counter()
+            coded = self.code.encode(X)
+            return coded, time.perf_counter() - start
+
+        iterator = iter(batches)
+        with ThreadPoolExecutor(1, thread_name_prefix="codedcomputing-encode") as encoder:
+            try:
+                upcoming = encoder.submit(encode, next(iterator))
+            except StopIteration:
+                return
+            while upcoming is not None:
+                coded, encode_s = upcoming.result()
+                try:
+                    upcoming = encoder.submit(encode, next(iterator))
+                except StopIteration:
+                    upcoming = None
+                yield self._finish(coded, encode_s, wait_for, deadline)
+
+    def __repr__(self) -> str:
+        f_name = getattr(self.f, "__name__", type(self.f).__name__)
+        return f"CodedExecutor({self.code!r}, {f_name}, {self.cluster!r})"

@@ -1,0 +1,121 @@
+"""Fault models: which workers misbehave on a call, and how.
+
+Kinds of fault (:data:`KINDS`):
+
+- ``"raise"``: the worker raises :class:`InjectedFault` instead of computing;
+- ``"hang"``: the worker never answers (the cluster drops it when the call ends);
+- ``"nan"``: the worker computes, then returns NaN of the right shape;
+- ``"garbage"``: the worker computes, then returns finite noise of the right shape and
+  scale (a lying worker: nothing at the master can tell it from a true result, which is
+  what the adversarially robust codes are for).
+
+The first three are stragglers to the master: recorded in the run's report, never a
+crash. A model's ``sample(num_workers, rng)`` returns one call's faults as a dict
+``{worker: kind}`` (workers without a fault are absent).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from .. import _arraylib
+from .delays import _num_workers, _probability
+
+__all__ = ["KINDS", "FaultModel", "Fixed", "Independent", "InjectedFault", "corrupt"]
+
+KINDS = ("raise", "hang", "nan", "garbage")
+
+
+class InjectedFault(RuntimeError):
+    """Raised by a worker that a fault model told to fail."""
+
+
+def _kind(kind) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"fault kind must be one of {', '.join(KINDS)}; got {kind!r}")
+    return kind
+
+
+class FaultModel(ABC):
+    """One call's faults: ``sample(num_workers, rng) -> {worker: kind}``."""
+
+    def sample(self, num_workers: int, rng: np.random.Generator) -> dict[int, str]:
+        return self._sample(_num_workers(num_workers), rng)
+
+    @abstractmethod
+    def _sample(self, num_workers: int, rng: np.random.Generator) -> dict[int, str]: ...
+
+
+class Independent(FaultModel):
+    """Each worker, on each call, independently suffers fault ``kind`` with probability ``rate``.
+
+    ``rates`` maps kinds to probabilities, e.g. ``Independent({"raise": 0.05, "nan": 0.02})``;
+    their sum must be at most 1 (a worker has at most one fault per call).
+    """
+
+    def __init__(self, rates: dict[str, float]):
+        if not isinstance(rates, dict) or not rates:
+            raise ValueError(f"rates must be a non-empty dict {{kind: probability}}, got {rates!r}")
+        self.rates = {_kind(kind): _probability(p, f"rates[{kind!r}]") for kind, p in rates.items()}
+        if sum(self.rates.values()) > 1 + 1e-12:
+            raise ValueError(f"rates must sum to at most 1, got {sum(self.rates.values()):g}")
+
+    def _sample(self, num_workers, rng):
+        kinds = list(self.rates)
+        edges = np.cumsum([self.rates[kind] for kind in kinds])
+        u = rng.random(num_workers)
+        which = np.searchsorted(edges, u, side="right")  # len(kinds) means no fault
+        return {int(n): kinds[w] for n, w in enumerate(which) if w < len(kinds)}
+
+    def __repr__(self) -> str:
+        return f"Independent({self.rates})"
+
+
+class Fixed(FaultModel):
+    """The same workers fail the same way on every call: ``Fixed({3: "hang", 7: "raise"})``.
+
+    Workers beyond the cluster's ``num_workers`` are ignored on that call.
+    """
+
+    def __init__(self, faults: dict[int, str]):
+        if not isinstance(faults, dict):
+            raise ValueError(f"faults must be a dict {{worker: kind}}, got {faults!r}")
+        checked = {}
+        for worker, kind in faults.items():
+            if isinstance(worker, bool) or not isinstance(worker, (int, np.integer)) or worker < 0:
+                raise ValueError(f"faults: worker indices must be integers >= 0, got {worker!r}")
+            checked[int(worker)] = _kind(kind)
+        self.faults = checked
+
+    def _sample(self, num_workers, rng):
+        return {n: kind for n, kind in self.faults.items() if n < num_workers}
+
+    def __repr__(self) -> str:
+        return f"Fixed({self.faults})"
+
+
+def corrupt(result, kind: str, seed: int):
+    """``result`` replaced as fault ``kind`` (``"nan"`` or ``"garbage"``) dictates.
+
+    Garbage is normal noise with the result's own scale (its RMS, or 1 if that is 0), drawn
+    from ``seed``; numpy arrays and torch tensors keep their type, dtype and device.
+    """
+    if _arraylib.is_torch(result):  # never import torch for numpy results
+        import torch
+
+        if kind == "nan":
+            return torch.full_like(result, float("nan"))
+        scale = float(result.double().pow(2).mean().sqrt()) or 1.0
+        noise = np.random.default_rng(seed).normal(0.0, scale, tuple(result.shape))
+        return torch.as_tensor(noise, dtype=result.dtype, device=result.device)
+    result = np.asarray(result)
+    if kind == "nan":
+        return np.full(result.shape, np.nan, dtype=result.dtype if result.dtype.kind in "fc" else np.float64)
+    scale = float(np.sqrt(np.mean(np.square(result, dtype=np.float64)))) or 1.0
+    return (
+        np.random.default_rng(seed)
+        .normal(0.0, scale, result.shape)
+        .astype(result.dtype if result.dtype.kind in "fc" else np.float64)
+    )
