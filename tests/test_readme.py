@@ -34,7 +34,7 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 
 def test_readme_starts_with_the_two_set_up_and_run_commands():
-    """The first two bash blocks: the main job (coded example) and the tests."""
+    """The first two bash blocks: the main job (coded demo) and the tests."""
     blocks = re.findall(r"```bash\n(.*?)\n```", README, re.S)
-    assert blocks[0].startswith("python3 -m venv .venv") and blocks[0].endswith("coded example")
+    assert blocks[0].startswith("python3 -m venv .venv") and blocks[0].endswith("coded demo")
     assert blocks[1].startswith("python3 -m venv .venv") and "pytest" in blocks[1]

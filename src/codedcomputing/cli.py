@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -125,6 +126,83 @@ def example(
             f"{np.mean(missing):.1%}",
         )
     console().print(table)
+
+
+@app.command("demo")
+def demo(
+    quick: bool = typer.Option(False, "--quick", help="Fewer calls (finishes in seconds)."),
+    backend: str = typer.Option("thread", help="thread (embedded, the default) or ray (a local Ray)."),
+    num_inputs: int = typer.Option(10, "--num-inputs", "-k", min=1, help="K, images per call."),
+    num_workers: int = typer.Option(50, "--num-workers", "-n", min=2, help="N, the number of workers."),
+    num_stragglers: int = typer.Option(
+        15, "--num-stragglers", "-s", min=0, help="S: BACC and GCC use the fastest N - S workers."
+    ),
+    calls: int = typer.Option(None, min=1, help="Calls per scheme (default 40, or 12 with --quick)."),
+    delay_ms: float = typer.Option(
+        50.0, min=0.1, help="Shifted-exponential delay: T = delay_ms * (1 + Exp(1))."
+    ),
+    seed: int = typer.Option(0, min=0, help="Seed for the images and the delays."),
+) -> None:
+    """Coded inference of LeNet-5 on real MNIST digits with stragglers, scheme by scheme.
+
+    Each call sends K test images to N workers (uncoded: K workers) on the chosen backend;
+    every worker's result is delayed by a seeded shifted-exponential draw. Uncoded waits for
+    all K, replication (N / K copies) for one copy of each image, BACC and GCC for the
+    fastest N - S. Prints accuracy against the labels, agreement with the uncoded network,
+    and end-to-end latency (encode + wait + decode) percentiles.
+    """
+    from . import datasets
+    from .experiments.latency import measure, schemes
+    from .experiments.stragglers import network
+    from .runtime import CodedExecutor, RayCluster, ThreadCluster
+    from .runtime.delays import ShiftedExponential
+
+    if backend not in ("thread", "ray"):
+        raise typer.BadParameter("must be thread or ray", param_hint="--backend")
+    if num_workers < 2 * num_inputs:
+        raise typer.BadParameter(
+            f"needs N >= 2K for replication ({num_workers} < 2 x {num_inputs})", param_hint="--num-workers"
+        )
+    if num_stragglers > num_workers - 2:
+        raise typer.BadParameter(
+            f"must leave at least 2 of the {num_workers} workers", param_hint="--num-stragglers"
+        )
+    calls = calls or (12 if quick else 40)
+    data = datasets.mnist()
+    f = network("lenet5", show_progress=True)
+    delays = ShiftedExponential(delay_ms / 1e3)
+    cluster = (
+        ThreadCluster(num_threads=os.cpu_count() or 2, delays=delays, seed=seed)
+        if backend == "thread"
+        else RayCluster(delays=delays, seed=seed)
+    )
+    title = (
+        f"LeNet-5 on MNIST, {backend} backend: K={num_inputs}, N={num_workers}, S={num_stragglers}, "
+        f"delays {delay_ms:g} ms x (1 + Exp(1)), {calls} calls per scheme"
+    )
+    table = Table(title=title)
+    for column in ("scheme", "workers", "waits for", "accuracy", "rel. accuracy", "MSE", "p50 ms", "p99 ms"):
+        table.add_column(column, justify="left" if column == "scheme" else "right")
+    with cluster:
+        for scheme, code, wait_for, _ in schemes(num_inputs, num_workers, (num_stragglers,)):
+            executor = CodedExecutor(code, f, cluster)
+            executor.run(data.test_x[:num_inputs], wait_for=wait_for)  # warm-up
+            rows = measure(
+                executor, wait_for, data.test_x, data.test_y, f, calls, np.random.default_rng(seed)
+            )
+            latency = np.array([row["latency_s"] for row in rows]) * 1e3
+            table.add_row(
+                scheme,
+                str(code.num_workers),
+                "all" if scheme == "uncoded" else "1/image" if wait_for is None else str(wait_for),
+                f"{np.mean([row['accuracy'] for row in rows]):.1%}",
+                f"{np.mean([row['rel_acc'] for row in rows]):.1%}",
+                f"{np.mean([row['mse'] for row in rows]):.3g}",
+                f"{np.percentile(latency, 50):.0f}",
+                f"{np.percentile(latency, 99):.0f}",
+            )
+    out = console()
+    Console(width=max(out.width, 110), file=out.file).print(table)
 
 
 models_app = typer.Typer(help="Train and cache the models used for coded inference.", no_args_is_help=True)

@@ -7,8 +7,8 @@ that CSV, and ``plot(csv_path, out_dir)``, which redraws them (``coded plot CSV`
 
 from __future__ import annotations
 
-from . import polynomial, rates, stragglers
+from . import latency, polynomial, rates, stragglers
 
-EXPERIMENTS = {module.NAME: module for module in (stragglers, polynomial, rates)}
+EXPERIMENTS = {module.NAME: module for module in (stragglers, polynomial, rates, latency)}
 
 __all__ = ["EXPERIMENTS"]

@@ -238,10 +238,16 @@ class Cluster(ABC):
         )
         faults = {} if self.faults is None else self.faults.sample(num_workers, self.rng)
         seeds = self.rng.integers(2**63, size=num_workers)
-        return self._gather(f, inputs, num_workers, enough, deadline_s, delays, faults, seeds)
+        # Dispatch in a random order: when workers share CPUs (threads, a small Ray node), the
+        # queue decides who is late, and index order would make the last workers a block of
+        # stragglers, the worst case for spline codes, that no real cluster would show.
+        order = self.rng.permutation(num_workers).tolist()
+        return self._gather(f, inputs, num_workers, enough, deadline_s, delays, faults, seeds, order)
 
     @abstractmethod
-    def _gather(self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds) -> Gathered: ...
+    def _gather(
+        self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds, order
+    ) -> Gathered: ...
 
     def close(self) -> None:  # noqa: B027 - a hook: backends without resources have nothing to free
         """Free the backend's resources (idempotent)."""
@@ -294,13 +300,13 @@ class ThreadCluster(Cluster):
         self.num_threads = int(num_threads)
         self._pool = ThreadPoolExecutor(self.num_threads, thread_name_prefix="codedcomputing-worker")
 
-    def _gather(self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds):
+    def _gather(self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds, order):
         collector = _Collector(num_workers, enough)
         arrivals = _Arrivals()
         finished: queue.SimpleQueue = queue.SimpleQueue()
         start = time.perf_counter()
         futures = []
-        for n in range(num_workers):
+        for n in order:
             if faults.get(n) == "hang":
                 continue
             task = self._pool.submit(
@@ -371,8 +377,8 @@ class SimulatedCluster(Cluster):
             raise ValueError(f"compute_s must be a finite number of seconds >= 0, got {compute_s!r}")
         self.compute_s = compute_s
 
-    def _gather(self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds):
-        collector = _Collector(num_workers, enough)
+    def _gather(self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds, order):
+        collector = _Collector(num_workers, enough)  # no queue on a virtual clock: order unused
         arrival = self.compute_s + delays
         order = [n for n in np.argsort(arrival, kind="stable").tolist() if faults.get(n) != "hang"]
         order = [n for n in order if arrival[n] <= deadline_s]

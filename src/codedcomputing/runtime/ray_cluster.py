@@ -90,7 +90,7 @@ class RayCluster(Cluster):
         self._shared[key] = (f, ref)  # keeps f alive, so its id is not reused meanwhile
         return ref
 
-    def _gather(self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds):
+    def _gather(self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds, order):
         ray = _ray()
         task = _task()
         f_ref = self.share(f)
@@ -100,7 +100,7 @@ class RayCluster(Cluster):
         arrivals = _Arrivals()
         start = time.perf_counter()
         worker_of = {}
-        for n in range(num_workers):
+        for n in order:
             ref = task.remote(f_ref, _arraylib.take_rows(inputs, np.array([n])), faults.get(n), int(seeds[n]))
             worker_of[ref] = n
         pending = list(worker_of)

@@ -1,0 +1,98 @@
+"""``coded demo`` and ``coded experiment latency`` (LeNet-5 on real MNIST, on real clusters)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from codedcomputing.cli import app
+from codedcomputing.experiments.latency import label, percentiles
+from codedcomputing.experiments.records import read_csv
+
+runner = CliRunner()
+WIDE = {"COLUMNS": "200"}
+
+
+def _table(output: str) -> dict[str, list[str]]:
+    rows = {}
+    for line in output.splitlines():
+        cells = [c.strip() for c in re.split(r"[│┃|]", line) if c.strip()]
+        if cells and cells[0] in ("uncoded", "replication", "bacc", "gcc"):
+            rows[cells[0]] = cells
+    return rows
+
+
+@pytest.mark.slow
+def test_demo_prints_every_scheme_with_accuracy_and_latency(trained_models):
+    result = runner.invoke(app, ["demo", "--quick", "--calls", "6"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    rows = _table(result.output)
+    assert set(rows) == {"uncoded", "replication", "bacc", "gcc"}
+    workers = {name: int(cells[1]) for name, cells in rows.items()}
+    assert workers == {"uncoded": 10, "replication": 50, "bacc": 50, "gcc": 50}
+    assert rows["gcc"][2] == rows["bacc"][2] == "35"  # N - S with the defaults
+    rel_acc = {name: float(cells[4].rstrip("%")) for name, cells in rows.items()}
+    assert rel_acc["uncoded"] == rel_acc["replication"] == 100.0  # exact schemes
+    assert rel_acc["gcc"] >= 90.0
+    p50 = {name: float(cells[6]) for name, cells in rows.items()}
+    p99 = {name: float(cells[7]) for name, cells in rows.items()}
+    assert all(p50[name] >= 50.0 for name in rows)  # every worker's delay is at least 50 ms
+    assert all(p99[name] >= p50[name] for name in rows)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--backend", "mpi"], "--backend"),
+        (["-n", "15"], "--num-workers"),  # replication needs N >= 2K
+        (["-s", "49"], "--num-stragglers"),
+        (["--delay-ms", "0"], "--delay-ms"),
+    ],
+)
+def test_demo_rejects_bad_options_naming_them(args, needle):
+    result = runner.invoke(app, ["demo", *args], env=WIDE)
+    assert result.exit_code != 0
+    assert needle in result.output
+
+
+@pytest.fixture(scope="module")
+def latency_run(trained_models, tmp_path_factory):
+    out = tmp_path_factory.mktemp("latency")
+    result = runner.invoke(app, ["experiment", "latency", "--quick", "--out", str(out)], env=WIDE)
+    assert result.exit_code == 0, result.output
+    return out, read_csv(out / "latency.csv"), result.output
+
+
+@pytest.mark.slow
+def test_latency_writes_one_row_per_backend_delay_scheme_and_trial(latency_run):
+    out, rows, output = latency_run
+    required = {"experiment", "backend", "delay_model", "scheme", "num_workers", "num_stragglers", "trial"}
+    assert required | {"latency_s", "rel_acc", "encode_s", "decode_s", "wait_s"} <= set(rows[0])
+    assert {row["backend"] for row in rows} == {"thread", "simulated"}
+    assert {row["scheme"] for row in rows} == {"uncoded", "replication", "bacc", "gcc"}
+    settings = {(r["backend"], r["delay_model"], label(r)) for r in rows}
+    for setting in settings:
+        trials = sorted(r["trial"] for r in rows if (r["backend"], r["delay_model"], label(r)) == setting)
+        assert trials == list(range(len(trials)))
+    assert all(row["latency_s"] >= row["wait_s"] > 0 for row in rows)
+    assert (out / "latency_cdf.png").stat().st_size > 10_000
+    assert (out / "latency_percentiles.png").stat().st_size > 10_000
+    assert "p99 gcc S=" in output
+
+
+@pytest.mark.slow
+def test_latency_coding_cuts_the_simulated_tail(latency_run):
+    """On the virtual clock (no machine noise): waiting for N - S of N cuts uncoded's p99 tail."""
+    _, rows, _ = latency_run
+    stats = percentiles(rows)
+    for delay in ("shifted-exp", "pareto"):
+        uncoded = stats[("simulated", delay, "uncoded")]
+        for s in (100, 200):
+            gcc = stats[("simulated", delay, f"gcc S={s}")]
+            assert gcc["p99"] < 0.5 * uncoded["p99"]
+            assert gcc["rel_acc"] >= 0.95
+    exact = [r["rel_acc"] for r in rows if r["scheme"] in ("uncoded", "replication")]
+    assert np.all(np.array(exact) == 1.0)

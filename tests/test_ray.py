@@ -1,0 +1,141 @@
+"""RayCluster on a local Ray (started once per test session: num_cpus=2, no dashboard)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import numpy as np
+import pytest
+
+import codedcomputing as cc
+from codedcomputing.runtime import ray_cluster
+
+K, N = 6, 12
+W = np.random.default_rng(0).normal(size=(4, 3))
+
+
+def f(x):
+    return np.tanh(x @ W)
+
+
+class KillsOnce:
+    """``f``, except that the first task to run it kills its own worker process (SIGKILL)."""
+
+    def __init__(self, flag):
+        self.flag = str(flag)
+
+    def __call__(self, x):
+        try:
+            with open(self.flag, "x"):  # exactly one task creates the flag
+                pass
+        except FileExistsError:
+            return f(x)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def batch(seed=1):
+    return np.random.default_rng(seed).normal(size=(K, 4))
+
+
+class CountsPickling:
+    """A callable that counts how often the driver serialises it."""
+
+    pickled = 0
+
+    def __call__(self, x):
+        return np.tanh(x @ W)
+
+    def __reduce__(self):
+        type(self).pickled += 1
+        return (CountsPickling, ())
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    ray = pytest.importorskip("ray")  # the README's install has the ray extra: this runs in CI
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    # Ray's workers cannot import this test module: ship its functions by value.
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield ray
+    ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    ray.shutdown()
+
+
+@pytest.mark.slow
+def test_ray_run_decodes_what_arrived(ray_session):
+    cluster = cc.RayCluster(delays=cc.delays.ShiftedExponential(0.002), seed=3)
+    code = cc.GCC(K, N)
+    X = batch()
+    result = cc.CodedExecutor(code, f, cluster).run(X, wait_for=N - 3)
+    assert result.alive.size == N - 3 and result.report.dropped.size + result.alive.size == N
+    # An independent recomputation from the workers the report says were used.
+    alive = result.alive
+    expected = code.decode(f(code.encode(X))[alive], alive)
+    np.testing.assert_allclose(result.estimates, expected, rtol=1e-10, atol=1e-12)
+    arrived = np.isfinite(result.report.latency)
+    assert set(alive) <= set(np.flatnonzero(arrived))
+    assert np.all(result.report.latency[alive] >= result.report.delays[alive])  # delays are held back
+
+
+@pytest.mark.slow
+def test_ray_ships_f_once(ray_session):
+    CountsPickling.pickled = 0
+    g = CountsPickling()
+    cluster = cc.RayCluster(seed=0)
+    executor = cc.CodedExecutor(cc.BACC(K, N), g, cluster)
+    for seed in range(3):
+        executor.run(batch(seed), wait_for=N)
+    assert CountsPickling.pickled == 1
+    assert cluster.share(g) is cluster.share(g)
+
+
+@pytest.mark.slow
+def test_ray_faults_are_stragglers_and_hangs_are_cancelled(ray_session):
+    faults = cc.faults.Fixed({0: "raise", 1: "nan", 2: "hang", 3: "garbage"})
+    cluster = cc.RayCluster(faults=faults, seed=1)
+    executor = cc.CodedExecutor(cc.GCC(K, N), f, cluster)
+    for trial in range(3):  # a hang not cancelled would hold one of the 2 CPUs for good
+        result = executor.run(batch(trial), deadline=60)
+        report = result.report
+        assert set(report.failed) == {0, 1}
+        assert "InjectedFault" in report.failed[0] and "NaN" in report.failed[1]
+        assert report.dropped.tolist() == [2]
+        assert 3 in result.alive  # garbage cannot be told from a true result
+        assert not report.timed_out and report.wait_s < 30
+
+
+@pytest.mark.slow
+def test_ray_killed_worker_process_is_a_straggler(ray_session, tmp_path):
+    cluster = cc.RayCluster(seed=2)
+    code = cc.GCC(K, N)
+    X = batch()
+    result = cc.CodedExecutor(code, KillsOnce(tmp_path / "killed"), cluster).run(X, deadline=60)
+    report = result.report
+    assert len(report.failed) == 1 and result.alive.size == N - 1
+    (killed,) = report.failed
+    assert "Worker" in report.failed[killed] or "died" in report.failed[killed]
+    expected = code.decode(f(code.encode(X))[result.alive], result.alive)
+    np.testing.assert_allclose(result.estimates, expected, rtol=1e-10, atol=1e-12)
+    with pytest.raises(cc.MissingResultsError) as err:  # uncoded has no second copy
+        cc.CodedExecutor(cc.Uncoded(K), KillsOnce(tmp_path / "again"), cluster).run(X, deadline=60)
+    assert len(err.value.missing) == 1 and len(err.value.report.failed) == 1
+
+
+@pytest.mark.slow
+def test_ray_deadline_returns_what_arrived(ray_session):
+    latencies = np.full((1, N), 0.01)
+    latencies[0, -4:] = 30.0  # four workers would take 30 s
+    cluster = cc.RayCluster(delays=cc.delays.Trace(latencies), seed=0)
+    result = cc.CodedExecutor(cc.GCC(K, N), f, cluster).run(batch(), wait_for=N, deadline=3.0)
+    assert result.report.timed_out and sorted(result.alive) == list(range(N - 4))
+    assert 3.0 <= result.report.wait_s < 10
+
+
+def test_ray_missing_says_which_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ImportError, match=r"codedcomputing\[ray\]"):
+        cc.RayCluster()
+    assert ray_cluster  # the module imports without Ray
