@@ -67,6 +67,18 @@ class Gathered:
     timed_out: bool = False
     compute_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
+    def trace_rows(self, call: int) -> list[dict]:
+        """This call's latencies as rows for a replayable trace (:meth:`delays.Trace.from_csv`)."""
+        return trace_rows(self.latency, call)
+
+
+def trace_rows(latency: np.ndarray, call: int) -> list[dict]:
+    """``[{"call", "worker", "latency_s"}]``, one per worker; ``""`` for one that never arrived."""
+    return [
+        {"call": int(call), "worker": n, "latency_s": float(t) if np.isfinite(t) else ""}
+        for n, t in enumerate(np.asarray(latency, dtype=np.float64))
+    ]
+
 
 def run_task(f, x, fault: str | None, seed: int):
     """One worker's task: ``(f(x), seconds f took)``, with an injected fault applied.
@@ -358,6 +370,30 @@ class ThreadCluster(Cluster):
         )
 
 
+def _evaluate(f, inputs, workers: list[int]) -> dict:
+    """``{worker: f's output row, or the exception}``: one batch, or row by row if that fails.
+
+    The batch is split back into rows only when ``f`` returns one row per input; if it
+    raises, or returns another number of rows, each worker's input runs alone, as on a real
+    worker, so that a failure stays with the rows that cause it.
+    """
+    if not workers:
+        return {}
+    try:
+        batch = f(_arraylib.take_rows(inputs, np.array(workers)))
+        if hasattr(batch, "shape") and len(batch.shape) > 0 and batch.shape[0] == len(workers):
+            return {n: _arraylib.take_rows(batch, np.array([i])) for i, n in enumerate(workers)}
+    except Exception:  # retried row by row below
+        pass
+    outputs = {}
+    for n in workers:
+        try:
+            outputs[n] = f(_arraylib.take_rows(inputs, np.array([n])))
+        except Exception as err:  # a failing f is a failed worker
+            outputs[n] = err
+    return outputs
+
+
 class SimulatedCluster(Cluster):
     """A virtual clock: worker n's latency is ``compute_s + delay_n``; nothing sleeps.
 
@@ -372,16 +408,19 @@ class SimulatedCluster(Cluster):
 
     def __init__(self, delays=None, faults=None, seed=0, compute_s: float = 0.0):
         super().__init__(delays, faults, seed)
-        compute_s = float(compute_s)
-        if not (math.isfinite(compute_s) and compute_s >= 0):
+        try:
+            value = float(compute_s)
+        except (TypeError, ValueError):
+            value = math.nan
+        if isinstance(compute_s, bool) or not (math.isfinite(value) and value >= 0):
             raise ValueError(f"compute_s must be a finite number of seconds >= 0, got {compute_s!r}")
-        self.compute_s = compute_s
+        self.compute_s = value
 
     def _gather(self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds, order):
         collector = _Collector(num_workers, enough)  # no queue on a virtual clock: order unused
         arrival = self.compute_s + delays
-        order = [n for n in np.argsort(arrival, kind="stable").tolist() if faults.get(n) != "hang"]
-        order = [n for n in order if arrival[n] <= deadline_s]
+        arriving = [n for n in np.argsort(arrival, kind="stable").tolist() if faults.get(n) != "hang"]
+        order = [n for n in arriving if arrival[n] <= deadline_s]
         position, clock = 0, 0.0
         while position < len(order) and not collector.done:
             # The next chunk: arrivals up to where the predicate would hold if all were usable.
@@ -394,14 +433,7 @@ class SimulatedCluster(Cluster):
             end = max(end, position + 1)
             chunk = order[position:end]
             computed = [n for n in chunk if faults.get(n) != "raise"]
-            outputs = {}
-            if computed:
-                try:
-                    batch = f(_arraylib.take_rows(inputs, np.array(computed)))
-                    rows = [_arraylib.take_rows(batch, np.array([i])) for i in range(len(computed))]
-                    outputs = dict(zip(computed, rows, strict=True))
-                except Exception as err:  # a failing f is a failed worker
-                    outputs = dict.fromkeys(computed, err)
+            outputs = _evaluate(f, inputs, computed)
             for n in chunk:
                 clock = float(arrival[n])
                 if faults.get(n) == "raise":
@@ -414,9 +446,10 @@ class SimulatedCluster(Cluster):
                 if collector.done:
                     break
             position = end
-        # Short of results: with a deadline the master waited until it; without one it stopped
-        # when nothing more could arrive.
-        timed_out = not collector.done and math.isfinite(deadline_s)
+        # Short of results, the master waited until the deadline only if a worker that was
+        # going to answer had not yet (injected hangs are known never to answer, as on the
+        # real backends).
+        timed_out = not collector.done and len(order) < len(arriving)
         if timed_out:
             clock = deadline_s
         return collector.gathered(num_workers, delays, faults, clock, timed_out)

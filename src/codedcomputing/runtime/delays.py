@@ -203,7 +203,8 @@ class Trace(DelayModel):
     ``shuffle=True`` each call draws a random row, and workers beyond ``W`` a random
     column, instead of cycling. :meth:`from_csv` reads a long-format trace (columns
     ``call``, ``worker``, ``latency_s``, one row per measured result), such as the per-worker
-    latencies a cluster run records (:meth:`~codedcomputing.runtime.Gathered.trace_rows`).
+    latencies of recorded runs (``report.trace_rows(call)`` for each call, written with
+    :class:`csv.DictWriter`).
     """
 
     def __init__(self, latencies, *, shuffle: bool = False):

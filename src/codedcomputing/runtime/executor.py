@@ -11,7 +11,7 @@ import numpy as np
 
 from ..codes import Code
 from ..errors import InsufficientResultsError, MissingResultsError
-from .clusters import Cluster, Gathered
+from .clusters import Cluster, Gathered, trace_rows
 
 __all__ = ["CodedExecutor", "Report", "Result"]
 
@@ -43,6 +43,10 @@ class Report:
     wait_s: float
     decode_s: float
     timed_out: bool
+
+    def trace_rows(self, call: int) -> list[dict]:
+        """This call's latencies as rows for a replayable trace (:meth:`delays.Trace.from_csv`)."""
+        return trace_rows(self.latency, call)
 
     @property
     def total_s(self) -> float:
@@ -158,14 +162,15 @@ class CodedExecutor:
         on a helper thread during batch ``i``'s wait, so the master's encode time leaves
         the critical path; ``report.encode_s`` still records it.
         """
-        wait_for = self._wait_for(wait_for)
+        wait_for = self._wait_for(wait_for)  # checked now, not at the first next()
+        return self._stream(iter(batches), wait_for, deadline)
 
+    def _stream(self, iterator: Iterator, wait_for, deadline) -> Iterator[Result]:
         def encode(X):
             start = time.perf_counter()
             coded = self.code.encode(X)
             return coded, time.perf_counter() - start
 
-        iterator = iter(batches)
         with ThreadPoolExecutor(1, thread_name_prefix="codedcomputing-encode") as encoder:
             try:
                 upcoming = encoder.submit(encode, next(iterator))
