@@ -107,7 +107,7 @@ class Code(ABC):
         with every result, so only all ``N`` are complete; exact codes override this (LCC:
         its recovery threshold; uncoded and replication: one result per input).
         """
-        return np.unique(_arraylib.check_alive(alive, self.num_workers)).size >= self.num_workers
+        return _arraylib.check_alive(alive, self.num_workers).size >= self.num_workers
 
     def clear_cache(self) -> None:
         """Forget the cached decoders (they are rebuilt on demand)."""

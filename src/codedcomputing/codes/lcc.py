@@ -84,7 +84,7 @@ class LCC(Code):
 
     def complete(self, alive) -> bool:
         """True once ``alive`` reaches the recovery threshold: decoding is then exact."""
-        return np.unique(_arraylib.check_alive(alive, self.num_workers)).size >= self.min_results
+        return _arraylib.check_alive(alive, self.num_workers).size >= self.min_results
 
     def decode(self, Y, alive, *, best_effort: bool = False):
         """Decode; below ``recovery_threshold`` results raise unless ``best_effort``."""

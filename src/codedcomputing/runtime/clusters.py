@@ -291,6 +291,41 @@ class _Arrivals:
         return len(self._heap)
 
 
+def _collect(collector: _Collector, delays, start: float, deadline_s: float, poll, resolve) -> bool:
+    """The real-time wait loop shared by the thread and Ray backends; returns ``timed_out``.
+
+    ``poll(timeout)`` waits up to ``timeout`` seconds (``None``: no limit) for tasks to
+    finish and returns ``[(worker, finished_at, payload)]`` (empty on timeout), or ``None``
+    once no task can finish any more. Each result is held back until ``finished_at`` plus
+    the worker's injected delay, then ``resolve(payload) -> (output or exception,
+    compute_s)`` hands it to ``collector``.
+    """
+    arrivals = _Arrivals()
+    exhausted = False
+    while not collector.done:
+        for release, n, payload in arrivals.pop_due(time.perf_counter()):
+            outcome, compute_s = resolve(payload)
+            collector.arrive(n, release - start, outcome, compute_s)
+            if collector.done:
+                return False
+        if exhausted and not len(arrivals):
+            return False
+        now = time.perf_counter()
+        if now - start >= deadline_s:
+            return True
+        wait = min(arrivals.next_release(), start + deadline_s) - now
+        if exhausted:
+            time.sleep(max(wait, 0.0))
+            continue
+        finished = poll(None if math.isinf(wait) else max(wait, 0.0))
+        if finished is None:
+            exhausted = True
+            continue
+        for n, finished_at, payload in finished:
+            arrivals.push(finished_at + delays[n], n, payload)
+    return False
+
+
 class ThreadCluster(Cluster):
     """In-process workers on a thread pool: the embedded default.
 
@@ -314,7 +349,6 @@ class ThreadCluster(Cluster):
 
     def _gather(self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds, order):
         collector = _Collector(num_workers, enough)
-        arrivals = _Arrivals()
         finished: queue.SimpleQueue = queue.SimpleQueue()
         start = time.perf_counter()
         futures = []
@@ -327,34 +361,24 @@ class ThreadCluster(Cluster):
             task.add_done_callback(lambda fut, n=n: finished.put((n, time.perf_counter(), fut)))
             futures.append(task)
         outstanding = len(futures)
-        timed_out = False
+
+        def poll(timeout):
+            nonlocal outstanding
+            if outstanding == 0:
+                return None
+            try:
+                item = finished.get(timeout=timeout)
+            except queue.Empty:
+                return []
+            outstanding -= 1
+            return [item]
+
+        def resolve(fut):
+            error = fut.exception()
+            return (error, math.nan) if error is not None else fut.result()
+
         try:
-            while not collector.done:
-                now = time.perf_counter()
-                for release, n, fut in arrivals.pop_due(now):
-                    if fut.cancelled():
-                        continue
-                    error = fut.exception()
-                    if error is not None:
-                        collector.arrive(n, release - start, error)
-                    else:
-                        out, compute_s = fut.result()
-                        collector.arrive(n, release - start, out, compute_s)
-                    if collector.done:
-                        break
-                if collector.done or (outstanding == 0 and not len(arrivals)):
-                    break
-                now = time.perf_counter()
-                if now - start >= deadline_s:
-                    timed_out = True
-                    break
-                wait = min(arrivals.next_release(), start + deadline_s) - now
-                try:
-                    n, done_at, fut = finished.get(timeout=None if math.isinf(wait) else max(wait, 0.0))
-                except queue.Empty:
-                    continue
-                outstanding -= 1
-                arrivals.push(done_at + delays[n], n, fut)
+            timed_out = _collect(collector, delays, start, deadline_s, poll, resolve)
         finally:
             for task in futures:
                 task.cancel()  # not started yet: never starts

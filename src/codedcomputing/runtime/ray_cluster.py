@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from .. import _arraylib
-from .clusters import Cluster, _Arrivals, _Collector, run_task
+from .clusters import Cluster, _collect, _Collector, run_task
 
 __all__ = ["RayCluster"]
 
@@ -119,7 +119,6 @@ class RayCluster(Cluster):
         if _arraylib.is_torch(inputs):
             inputs = inputs.detach().cpu()
         collector = _Collector(num_workers, enough)
-        arrivals = _Arrivals()
         start = time.perf_counter()
         worker_of = {}
         for n in order:
@@ -131,37 +130,24 @@ class RayCluster(Cluster):
         # Injected hangs are known here: stop waiting once only they are left (a real hang in
         # f is not known; give a deadline for that).
         hung = {ref for ref, n in worker_of.items() if faults.get(n) == "hang"}
-        timed_out = False
+
+        def poll(timeout):
+            nonlocal pending
+            if hung.issuperset(pending):
+                return None
+            ready, pending = ray.wait(pending, num_returns=1, timeout=timeout)
+            finished_at = time.perf_counter()
+            return [(worker_of[ref], finished_at, ref) for ref in ready]
+
+        def resolve(ref):
+            try:
+                return ray.get(ref)
+            except Exception as err:  # task errors, crashed workers: stragglers
+                cause = getattr(err, "cause", None)  # a RayTaskError wraps f's own exception
+                return (cause if isinstance(cause, Exception) else err), math.nan
+
         try:
-            while not collector.done:
-                now = time.perf_counter()
-                for release, n, ref in arrivals.pop_due(now):
-                    try:
-                        out, compute_s = ray.get(ref)
-                    except Exception as err:  # task errors, crashed workers: stragglers
-                        cause = getattr(err, "cause", None)  # a RayTaskError wraps f's own exception
-                        collector.arrive(n, release - start, cause if isinstance(cause, Exception) else err)
-                    else:
-                        collector.arrive(n, release - start, out, compute_s)
-                    if collector.done:
-                        break
-                if collector.done or (hung.issuperset(pending) and not len(arrivals)):
-                    break
-                now = time.perf_counter()
-                if now - start >= deadline_s:
-                    timed_out = True
-                    break
-                wait = min(arrivals.next_release(), start + deadline_s) - now
-                if hung.issuperset(pending):
-                    time.sleep(max(wait, 0.0))
-                    continue
-                ready, pending = ray.wait(
-                    pending, num_returns=1, timeout=None if math.isinf(wait) else max(wait, 0.0)
-                )
-                done_at = time.perf_counter()
-                for ref in ready:
-                    n = worker_of[ref]
-                    arrivals.push(done_at + delays[n], n, ref)
+            timed_out = _collect(collector, delays, start, deadline_s, poll, resolve)
         finally:
             self._cancel(pending, hung)
         wall = time.perf_counter() - start
