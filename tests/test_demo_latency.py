@@ -85,14 +85,19 @@ def test_latency_writes_one_row_per_backend_delay_scheme_and_trial(latency_run):
 
 @pytest.mark.slow
 def test_latency_coding_cuts_the_simulated_tail(latency_run):
-    """On the virtual clock (no machine noise): waiting for N - S of N cuts uncoded's p99 tail."""
+    """On the virtual clock: waiting for N - S of N cuts uncoded's p99 tail. The wait is
+    compared, not the total: the master's encode and decode are real time, which a busy
+    machine can stretch at N = 500."""
     _, rows, _ = latency_run
     stats = percentiles(rows)
+
+    def p99_wait(delay, name):
+        mine = [r for r in rows if (r["backend"], r["delay_model"], label(r)) == ("simulated", delay, name)]
+        return np.percentile([r["wait_s"] for r in mine], 99)
+
     for delay in ("shifted-exp", "pareto"):
-        uncoded = stats[("simulated", delay, "uncoded")]
         for s in (100, 200):
-            gcc = stats[("simulated", delay, f"gcc S={s}")]
-            assert gcc["p99"] < 0.5 * uncoded["p99"]
-            assert gcc["rel_acc"] >= 0.95
+            assert p99_wait(delay, f"gcc S={s}") < 0.5 * p99_wait(delay, "uncoded")
+            assert stats[("simulated", delay, f"gcc S={s}")]["rel_acc"] >= 0.95
     exact = [r["rel_acc"] for r in rows if r["scheme"] in ("uncoded", "replication")]
     assert np.all(np.array(exact) == 1.0)

@@ -111,6 +111,23 @@ def test_trained_model_is_a_function_for_coded_inference(cache):
     assert cc.metrics.relative_accuracy(est, truth) >= 0.8
 
 
+def test_numpy_function_matches_the_module_and_takes_any_float_array():
+    model = LeNet5(LeNet5Config(image_size=8)).eval()
+    f = models.numpy_function(model)
+    x = np.random.default_rng(0).normal(size=(4, 1, 8, 8))  # float64, as a code may produce
+    with torch.no_grad():
+        expected = model(torch.as_tensor(x, dtype=torch.float32)).numpy()
+    out = f(x)
+    assert isinstance(out, np.ndarray) and out.dtype == np.float32
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(
+        f(x[:, :, ::-1, :]),
+        model(torch.as_tensor(x[:, :, ::-1, :].copy(), dtype=torch.float32)).detach().numpy(),
+    )
+    with pytest.raises(ValueError, match="resnet"):
+        models.numpy_function("resnet")
+
+
 def test_cli_trains_and_reports_accuracy(cache):
     result = CliRunner().invoke(
         app, ["models", "train", "lenet5", "--dataset", "digits", "--epochs", "1"], env={"COLUMNS": "200"}

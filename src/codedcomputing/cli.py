@@ -151,9 +151,8 @@ def demo(
     fastest N - S. Prints accuracy against the labels, agreement with the uncoded network,
     and end-to-end latency (encode + wait + decode) percentiles.
     """
-    from . import datasets
+    from . import datasets, models
     from .experiments.latency import measure, schemes
-    from .experiments.stragglers import network
     from .runtime import CodedExecutor, RayCluster, ThreadCluster
     from .runtime.delays import ShiftedExponential
 
@@ -169,7 +168,7 @@ def demo(
         )
     calls = calls or (12 if quick else 40)
     data = datasets.mnist()
-    f = network("lenet5", show_progress=True)
+    f = models.numpy_function("lenet5", progress=True)
     delays = ShiftedExponential(delay_ms / 1e3)
     cluster = (
         ThreadCluster(num_threads=os.cpu_count() or 2, delays=delays, seed=seed)

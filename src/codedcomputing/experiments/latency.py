@@ -35,12 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import datasets, metrics
+from .. import datasets, metrics, models
 from ..codes import BACC, GCC, Replication, Uncoded
 from ..runtime import CodedExecutor, RayCluster, SimulatedCluster, ThreadCluster
 from ..runtime.delays import Pareto, ShiftedExponential
 from .records import figure_dir, progress, pyplot, read_csv, save_figure, write_csv
-from .stragglers import network
 
 NAME = "latency"
 SCHEMES = ("uncoded", "replication", "bacc", "gcc")
@@ -150,7 +149,7 @@ def run(
         print("latency: Ray is not installed (pip install 'codedcomputing[ray]'); skipping the ray backend")
         backends = tuple(b for b in backends if b != "ray")
     data = datasets.mnist()
-    f = network("lenet5", show_progress)
+    f = models.numpy_function("lenet5", progress=show_progress)
     rows = []
 
     def size(backend):

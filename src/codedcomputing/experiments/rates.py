@@ -82,17 +82,6 @@ def _bernoulli(num_workers: int, p: float, rng: np.random.Generator) -> np.ndarr
             return alive
 
 
-def _network(model):
-    """``f``: float32 numpy images ``(B, 1, 28, 28)`` -> numpy logits ``(B, 10)``."""
-    import torch
-
-    def f(x):
-        with torch.no_grad():
-            return model(torch.as_tensor(np.ascontiguousarray(x, dtype=np.float32))).numpy()
-
-    return f
-
-
 def _settings(config: Config) -> list[tuple[str, int | str, float | str, object]]:
     """(panel, num_stragglers, p, stragglers(N, rng)) for every straggler model."""
     s = config.num_stragglers
@@ -105,7 +94,7 @@ def _settings(config: Config) -> list[tuple[str, int | str, float | str, object]
 def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: bool = True) -> Path:
     config = QUICK if quick else Config()
     k = config.num_inputs
-    f = _network(models.load(MODEL, progress=show_progress))
+    f = models.numpy_function(MODEL, progress=show_progress)
     data = datasets.mnist()
     settings = _settings(config)
     lambdas_enc = lambda_grid(k, num=config.tuning_enc_grid) if config.tuning_enc_grid > 0 else [0.0]

@@ -47,19 +47,6 @@ class Config:
 QUICK = Config(stragglers=(0, 5, 10, 20, 30), trials=5, tuning_batches=2, tuning_trials=4)
 
 
-def network(name: str, show_progress: bool):
-    """The trained model as a numpy batch function (float32 in, logits out)."""
-    import torch
-
-    model = models.load(name, progress=show_progress)
-
-    def f(x: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            return model(torch.as_tensor(np.asarray(x, dtype=np.float32))).numpy()
-
-    return f
-
-
 def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: bool = True) -> Path:
     config = QUICK if quick else Config()
     k, n = config.num_inputs, config.num_workers
@@ -70,7 +57,7 @@ def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: boo
     steps = len(config.models) * len(config.stragglers)
     with progress("stragglers: models x S", steps, show_progress) as step:
         for model_name in config.models:
-            f = network(model_name, show_progress)
+            f = models.numpy_function(model_name, progress=show_progress)
             rng = np.random.default_rng(seed)
             for s in config.stragglers:
                 calibration = [

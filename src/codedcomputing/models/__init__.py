@@ -2,6 +2,7 @@
 
     model = cc.models.load("lenet5")      # trains on first use (progress bar), then cached
     logits = model(images)                # a torch module: any batch of (B, 1, 28, 28)
+    f = cc.models.numpy_function("lenet5")  # the same as a numpy batch function, for the codes
 
 Weights are cached as ``state_dict`` files loaded with ``weights_only=True`` (no pickled
 code runs on load) in ``$CODEDCOMPUTING_CACHE``, else ``$XDG_CACHE_HOME/codedcomputing``,
@@ -20,7 +21,16 @@ import numpy as np
 from .. import datasets
 from ..cache import cache_dir
 
-__all__ = ["MODELS", "TrainingRecipe", "cache_dir", "evaluate", "load", "train", "weights_path"]
+__all__ = [
+    "MODELS",
+    "TrainingRecipe",
+    "cache_dir",
+    "evaluate",
+    "load",
+    "numpy_function",
+    "train",
+    "weights_path",
+]
 
 
 @dataclass(frozen=True)
@@ -177,3 +187,19 @@ def load(name: str, recipe: TrainingRecipe | None = None, *, progress: bool = Tr
     )
     model.test_accuracy = accuracy
     return model
+
+
+def numpy_function(model, *, progress: bool = True) -> Callable[[np.ndarray], np.ndarray]:
+    """``model`` (a name in :data:`MODELS`, loaded with :func:`load`, or a torch module) as a
+    numpy batch function: images ``(B, 1, 28, 28)`` as float32 in, logits ``(B, 10)`` out,
+    without autograd."""
+    import torch
+
+    if isinstance(model, str):
+        model = load(model, progress=progress)
+
+    def f(x: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return model(torch.as_tensor(np.ascontiguousarray(x, dtype=np.float32))).numpy()
+
+    return f
