@@ -21,7 +21,6 @@ import numpy as np
 
 import codedcomputing as cc
 from codedcomputing import datasets
-from codedcomputing.experiments.stragglers import network
 
 
 def median_time(fn, repeats: int) -> float:
@@ -35,7 +34,7 @@ def median_time(fn, repeats: int) -> float:
 
 def master_overhead(calls: int) -> None:
     k, n, s = 10, 50, 15
-    f = network("lenet5", show_progress=True)
+    f = cc.models.numpy_function("lenet5", progress=True)
     images = datasets.mnist().test_x
     rng = np.random.default_rng(0)
     x = images[:k]
@@ -104,7 +103,7 @@ def dispatch(calls: int, skip_ray: bool) -> None:
 
 def streaming(calls: int) -> None:
     k, n = 10, 50
-    f = network("lenet5", show_progress=False)
+    f = cc.models.numpy_function("lenet5", progress=False)
     images = datasets.mnist().test_x
     batches = [images[i * k : (i + 1) * k] for i in range(calls)]
     for name in ("run loop", "map"):
