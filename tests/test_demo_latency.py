@@ -50,6 +50,7 @@ def test_demo_prints_every_scheme_with_accuracy_and_latency(trained_models):
         (["-n", "15"], "--num-workers"),  # replication needs N >= 2K
         (["-s", "49"], "--num-stragglers"),
         (["--delay-ms", "0"], "--delay-ms"),
+        (["--ray-address", "auto"], "--ray-address"),  # only with --backend ray
     ],
 )
 def test_demo_rejects_bad_options_naming_them(args, needle):

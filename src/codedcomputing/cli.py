@@ -142,6 +142,9 @@ def demo(
         50.0, min=0.1, help="Shifted-exponential delay: T = delay_ms * (1 + Exp(1))."
     ),
     seed: int = typer.Option(0, min=0, help="Seed for the images and the delays."),
+    ray_address: str = typer.Option(
+        None, help="With --backend ray: a running Ray cluster's address (default: start a local Ray)."
+    ),
 ) -> None:
     """Coded inference of LeNet-5 on real MNIST digits with stragglers, scheme by scheme.
 
@@ -158,6 +161,8 @@ def demo(
 
     if backend not in ("thread", "ray"):
         raise typer.BadParameter("must be thread or ray", param_hint="--backend")
+    if ray_address is not None and backend != "ray":
+        raise typer.BadParameter("needs --backend ray", param_hint="--ray-address")
     if num_workers < 2 * num_inputs:
         raise typer.BadParameter(
             f"needs N >= 2K for replication ({num_workers} < 2 x {num_inputs})", param_hint="--num-workers"
@@ -173,7 +178,7 @@ def demo(
     cluster = (
         ThreadCluster(num_threads=os.cpu_count() or 2, delays=delays, seed=seed)
         if backend == "thread"
-        else RayCluster(delays=delays, seed=seed)
+        else RayCluster(ray_address, delays=delays, seed=seed)
     )
     title = (
         f"LeNet-5 on MNIST, {backend} backend: K={num_inputs}, N={num_workers}, S={num_stragglers}, "
