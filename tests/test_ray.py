@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -32,6 +33,22 @@ class KillsOnce:
         except FileExistsError:
             return f(x)
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+class CountsRuns:
+    """``f`` after ``seconds`` of sleep; every run appends a byte to a file, across processes."""
+
+    def __init__(self, path, seconds):
+        self.path, self.seconds = str(path), seconds
+
+    def __call__(self, x):
+        with open(self.path, "ab") as runs:
+            runs.write(b".")
+        time.sleep(self.seconds)
+        return f(x)
+
+    def runs(self):
+        return os.path.getsize(self.path) if os.path.exists(self.path) else 0
 
 
 def batch(seed=1):
@@ -135,6 +152,81 @@ def test_ray_deadline_returns_what_arrived(ray_session):
     assert report.timed_out and set(result.alive) <= set(range(N - 4)) and result.alive.size >= 2
     assert set(range(N - 4, N)) <= set(report.dropped.tolist())
     assert 6.0 <= report.wait_s < 15
+
+
+@pytest.mark.slow
+def test_ray_tasks_of_an_answered_call_skip_f(ray_session, tmp_path):
+    n = 16
+    g = CountsRuns(tmp_path / "runs", 0.25)
+    inputs = np.random.default_rng(0).normal(size=(n, 4))
+    cluster = cc.RayCluster(seed=0)
+    cluster.gather(g, inputs[:2], 2)  # times g (0.25 s: worth skipping)
+    cluster.gather(g, inputs[:2], 2)  # starts the board (an actor: ~1 s on a small node)
+    ray_session.get(cluster._board.__ray_ready__.remote(), timeout=60)
+    first = g.runs()
+    quick = cluster.gather(g, inputs, 2)  # 2 CPUs: ~2 more start before the gate opens
+    full = cluster.gather(g, inputs, n)  # queued behind the first call's 14 unstarted tasks
+    ran_quick = g.runs() - first - n
+    # Without skipping all 16 would run; a lagging gate lets a few more than 4 start.
+    assert ran_quick <= n // 2
+    assert quick.alive.size == 2 and full.alive.size == n and not full.failed
+    np.testing.assert_allclose(full.results, f(inputs)[full.alive], rtol=1e-12)
+    never = cc.RayCluster(seed=0, skip_min_s=np.inf)
+    never.gather(g, inputs[:2], 2)
+    before = g.runs()
+    never.gather(g, inputs[:4], 1)
+    never.gather(g, inputs[:4], 4)
+    waited = time.perf_counter()
+    while g.runs() - before < 8 and time.perf_counter() - waited < 30:
+        time.sleep(0.05)
+    assert g.runs() - before == 8  # skipping off: every task runs f
+
+
+@pytest.mark.slow
+def test_ray_skipped_task_returns_a_marker_never_a_result(ray_session):
+    from codedcomputing.runtime import ray_cluster
+
+    board = ray_cluster._board_actor().remote()
+    gate = board.open.remote(0)
+    f_ref = ray_session.put(f)
+    x = batch()[:1]
+    out, _ = ray_cluster._run_shared([f_ref, gate], x, None, 0)  # the call is open: f runs
+    np.testing.assert_allclose(out, f(x))
+    ray_session.get(board.close.remote(0))
+    assert ray_session.get(gate, timeout=30) is True
+    skipped = ray_cluster._run_shared([f_ref, gate], x, None, 0)
+    assert isinstance(skipped, ray_cluster._Skipped)
+    outcome, seconds = ray_cluster._resolve(ray_session.put(skipped))
+    assert isinstance(outcome, ray_cluster.CallOver) and np.isnan(seconds)
+    collector = cc.runtime.clusters._Collector(1, lambda alive: len(alive) >= 1)
+    collector.arrive(0, 0.1, outcome)
+    assert collector.failed and not collector.alive  # a failure, never a result
+    ray_session.kill(board)
+
+
+@pytest.mark.slow
+def test_ray_many_calls_with_skipping_all_decode(ray_session, tmp_path):
+    # A regression guard: Ray's own cancel crashed the driver within 30-40 such calls.
+    g = CountsRuns(tmp_path / "runs", 0.004)
+    faults = cc.faults.Independent({"raise": 0.03, "nan": 0.03})
+    cluster = cc.RayCluster(faults=faults, seed=4, skip_min_s=0.0)
+    code = cc.GCC(K, 30)
+    executor = cc.CodedExecutor(code, g, cluster)
+    rng = np.random.default_rng(4)
+    for call in range(30):
+        X = batch(call)
+        result = executor.run(X, wait_for=int(rng.integers(K + 4, 26)), deadline=60)
+        alive = result.alive
+        expected = code.decode(f(code.encode(X))[alive], alive)
+        np.testing.assert_allclose(result.estimates, expected, rtol=1e-10, atol=1e-12)
+        assert not any("CallOver" in reason for reason in result.report.failed.values())
+    assert cc.CodedExecutor(code, g, cc.RayCluster(seed=5)).run(batch(), wait_for=30).alive.size == 30
+
+
+def test_ray_skip_min_s_is_checked():
+    for bad in (-1.0, np.nan, "soon", True, None):
+        with pytest.raises(ValueError, match="skip_min_s"):
+            cc.RayCluster(skip_min_s=bad)
 
 
 def test_ray_missing_says_which_extra(monkeypatch):

@@ -1,7 +1,9 @@
-"""Ray backend: one stateless Ray task per worker; hung tasks force-cancelled."""
+"""Ray backend: one stateless Ray task per worker; tasks of an answered call skip ``f``."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import math
 import time
 
@@ -13,6 +15,7 @@ from .clusters import Cluster, _collect, _Collector, run_task
 __all__ = ["RayCluster"]
 
 _remote_task = None
+_remote_board = None
 # In each Ray worker process: the functions already fetched, by object-store reference.
 _fetched: dict = {}
 _FETCHED_MAX = 8
@@ -28,22 +31,84 @@ def _ray():
     return ray
 
 
-def _run_shared(f_box: list, x, fault, seed):
-    """A worker's task: fetch ``f`` from the object store (once per process), then :func:`run_task`.
+class _Skipped:
+    """What a task returns instead of running ``f`` once its call is over."""
 
-    ``f`` travels as a reference nested in a list, which Ray does not resolve for the
-    task: each worker process fetches and deserialises ``f`` once, not once per task, and
-    the task has no object-store dependency to wait for.
+
+class CallOver(RuntimeError):
+    """The outcome the master records for a :class:`_Skipped` task (never a result)."""
+
+
+def _call_over(gate) -> bool:
+    """Whether the call's gate (:class:`_CallBoard`) has opened; a failed gate has not.
+
+    While the call is open, a look asks the master (an RPC; with the nested reference's
+    bookkeeping ~0.7 ms a task on a 2-CPU node); once Ray has told this process the gate
+    is ready, a look is a local lookup.
     """
-    (ref,) = f_box
-    key = ref.hex()
+    ray = _ray()
+    ready, _ = ray.wait([gate], timeout=0, fetch_local=False)
+    if not ready:
+        return False
+    try:
+        return ray.get(ready[0]) is True
+    except Exception:  # the board died: compute, as without skipping
+        return False
+
+
+def _run_shared(refs: list, x, fault, seed):
+    """A worker's task: ``_Skipped()`` if its call is over, else :func:`run_task` on ``f``.
+
+    ``refs`` is ``[f's reference, the call's gate or None]``, nested in a list, which Ray
+    does not resolve for the task: the task has no object-store dependency to wait for,
+    and each worker process fetches and deserialises ``f`` once, not once per task. An
+    injected hang never looks at the gate: it must never finish, so that force-cancelling
+    it cannot race its completion.
+    """
+    f_ref, gate = refs
+    if gate is not None and fault != "hang" and _call_over(gate):
+        return _Skipped()
+    key = f_ref.hex()
     f = _fetched.get(key)
     if f is None:
-        f = _ray().get(ref)
+        f = _ray().get(f_ref)
         if len(_fetched) >= _FETCHED_MAX:
             _fetched.pop(next(iter(_fetched)))
         _fetched[key] = f
     return run_task(f, x, fault, seed)
+
+
+class _CallBoard:
+    """A zero-CPU actor that tells tasks their call is over.
+
+    ``open(call)`` returns only after ``close(call)``: its result is the call's *gate*, an
+    object that becomes ready when the master has its answer. The master calls ``open``
+    when it dispatches a call and ``close`` when ``gather`` returns; calls from one caller
+    start in order, so ``close`` always finds the event that ``open`` made.
+    """
+
+    def __init__(self):
+        self._events: dict[int, asyncio.Event] = {}
+
+    async def open(self, call: int) -> bool:
+        await self._events.setdefault(call, asyncio.Event()).wait()
+        return True
+
+    async def close(self, call: int) -> None:
+        self._events.pop(call, asyncio.Event()).set()
+
+
+def _resolve(ref):
+    """A finished task's ``(output or exception, seconds f took)`` for the collector."""
+    ray = _ray()
+    try:
+        value = ray.get(ref)
+    except Exception as err:  # task errors, crashed workers: stragglers
+        cause = getattr(err, "cause", None)  # a RayTaskError wraps f's own exception
+        return (cause if isinstance(cause, Exception) else err), math.nan
+    if isinstance(value, _Skipped):  # only once the call is over, so never seen; never a result
+        return CallOver("skipped f: its call was already over"), math.nan
+    return value
 
 
 def _task():
@@ -57,6 +122,14 @@ def _task():
     return _remote_task
 
 
+def _board_actor():
+    """:class:`_CallBoard` as a Ray actor class (no CPU; restarted if its process dies)."""
+    global _remote_board
+    if _remote_board is None:
+        _remote_board = _ray().remote(num_cpus=0, max_restarts=-1)(_CallBoard)
+    return _remote_board
+
+
 class RayCluster(Cluster):
     """Workers as Ray tasks, on an existing Ray cluster or a local one.
 
@@ -66,10 +139,18 @@ class RayCluster(Cluster):
     - ``f`` is put into the object store once per cluster (:meth:`share`), and every task
       gets the reference, not a fresh copy of ``f``.
     - Each worker is a stateless task with ``max_retries=0`` (a worker whose process dies
-      is a straggler). When :meth:`gather` returns, hung tasks are force-cancelled (their
-      processes are killed, freeing the CPUs; Ray starts fresh ones, ~1 s each on a small
-      node). Slow tasks finish in the background, their results discarded: see
-      :meth:`_cancel` for why they are not cancelled too.
+      is a straggler).
+    - **Tasks of an answered call skip f.** When :meth:`gather` returns, tasks of the call
+      that have not started yet return at once without running ``f`` (they look at the
+      call's gate, an object a zero-CPU actor makes ready when the call ends), so a queue
+      of stragglers does not delay the next call. Looking costs ~0.7 ms a task on a small
+      node, so it is done only when ``f`` is worth skipping: when ``f``'s median time in
+      its previous call on this cluster was at least ``skip_min_s`` seconds (default 3 ms;
+      0: from ``f``'s second call on; ``math.inf``: never).
+    - Hung tasks are force-cancelled when :meth:`gather` returns (their processes are
+      killed, freeing the CPUs; Ray starts fresh ones, ~1 s each on a small node). Tasks
+      already running ``f`` finish in the background, their results discarded: see
+      :meth:`_cancel` for why they are not cancelled.
     - Injected delays are held by the master as on :class:`ThreadCluster`.
 
     :meth:`close` shuts Ray down only if this cluster started it.
@@ -85,10 +166,18 @@ class RayCluster(Cluster):
         seed=0,
         *,
         num_cpus: int | None = None,
+        skip_min_s: float = 0.003,
     ):
+        try:
+            skip = float(skip_min_s)
+        except (TypeError, ValueError):
+            skip = math.nan
+        if isinstance(skip_min_s, bool) or not skip >= 0:  # also rejects NaN
+            raise ValueError(f"skip_min_s must be a number of seconds >= 0 (or inf), got {skip_min_s!r}")
         ray = _ray()
         super().__init__(delays, faults, seed)
         self.address = address
+        self.skip_min_s = skip
         self._started = False
         if not ray.is_initialized():
             ray.init(
@@ -100,6 +189,9 @@ class RayCluster(Cluster):
             )
             self._started = True
         self._shared: dict[int, tuple[object, object]] = {}
+        self._f_seconds: dict[int, float] = {}  # by id(f), as _shared: f's median time, last call
+        self._board = None
+        self._calls = itertools.count()
 
     def share(self, f):
         """``f``'s object-store reference, putting it there on first use."""
@@ -110,7 +202,17 @@ class RayCluster(Cluster):
             return entry[1]
         ref = ray.put(f)
         self._shared[key] = (f, ref)  # keeps f alive, so its id is not reused meanwhile
+        self._f_seconds.pop(key, None)
         return ref
+
+    def _open_gate(self, f):
+        """``(call number, gate)`` for a new call, or ``(None, None)`` if ``f`` is not worth skipping."""
+        if not self._f_seconds.get(id(f), math.nan) >= self.skip_min_s:  # NaN: f not timed yet
+            return None, None
+        if self._board is None:
+            self._board = _board_actor().remote()
+        call = next(self._calls)
+        return call, self._board.open.remote(call)
 
     def _gather(self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds, order):
         ray = _ray()
@@ -119,11 +221,12 @@ class RayCluster(Cluster):
         if _arraylib.is_torch(inputs):
             inputs = inputs.detach().cpu()
         collector = _Collector(num_workers, enough)
+        call, gate = self._open_gate(f)
         start = time.perf_counter()
         worker_of = {}
         for n in order:
             ref = task.remote(
-                [f_ref], _arraylib.take_rows(inputs, np.array([n])), faults.get(n), int(seeds[n])
+                [f_ref, gate], _arraylib.take_rows(inputs, np.array([n])), faults.get(n), int(seeds[n])
             )
             worker_of[ref] = n
         pending = list(worker_of)
@@ -139,19 +242,18 @@ class RayCluster(Cluster):
             finished_at = time.perf_counter()
             return [(worker_of[ref], finished_at, ref) for ref in ready]
 
-        def resolve(ref):
-            try:
-                return ray.get(ref)
-            except Exception as err:  # task errors, crashed workers: stragglers
-                cause = getattr(err, "cause", None)  # a RayTaskError wraps f's own exception
-                return (cause if isinstance(cause, Exception) else err), math.nan
-
         try:
-            timed_out = _collect(collector, delays, start, deadline_s, poll, resolve)
+            timed_out = _collect(collector, delays, start, deadline_s, poll, _resolve)
         finally:
+            if gate is not None:
+                self._board.close.remote(call)
             self._cancel(pending, hung)
         wall = time.perf_counter() - start
-        return collector.gathered(num_workers, delays, faults, wall, timed_out)
+        gathered = collector.gathered(num_workers, delays, faults, wall, timed_out)
+        seconds = gathered.compute_s[np.isfinite(gathered.compute_s)]
+        if seconds.size:
+            self._f_seconds[id(f)] = float(np.median(seconds))
+        return gathered
 
     def _cancel(self, pending: list, hung: set) -> None:
         """Force-cancel the hung tasks among those unfinished; leave the others to finish.
@@ -160,8 +262,9 @@ class RayCluster(Cluster):
         Cancelling tasks that may be finishing, with ``force=True`` (and, less often,
         ``force=False``), crashed Ray 2.60's driver ("Tried to complete task that was not
         pending", a fatal check in its task manager) within 30 calls in our stress runs,
-        with or without object-store dependencies, so slow stragglers are not cancelled:
-        on a small node they delay the next call's queue until they finish.
+        with or without object-store dependencies. So the other unfinished tasks are not
+        cancelled by Ray: those not started yet skip ``f`` on their own (the call's gate),
+        and those already running ``f`` finish in the background.
         """
         ray = _ray()
         for ref in pending:
@@ -170,8 +273,15 @@ class RayCluster(Cluster):
 
     def close(self) -> None:
         self._shared.clear()
+        self._f_seconds.clear()
+        ray = _ray()
+        if self._board is not None and ray.is_initialized():
+            try:
+                ray.kill(self._board)
+            except ValueError:  # a handle from an earlier Ray session: that actor is gone
+                pass
+        self._board = None
         if self._started:
-            ray = _ray()
             if ray.is_initialized():
                 ray.shutdown()
             self._started = False
