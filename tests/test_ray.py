@@ -183,10 +183,12 @@ def test_ray_tasks_of_an_answered_call_skip_f(ray_session, tmp_path):
 
 
 @pytest.mark.slow
-def test_ray_skipped_task_returns_a_marker_never_a_result(ray_session):
+def test_ray_gate_opens_in_any_order_and_a_skip_is_never_a_result(ray_session):
     from codedcomputing.runtime import ray_cluster
 
     board = ray_cluster._board_actor().remote()
+    ray_session.get(board.close.remote(1))  # a close that runs before its open
+    assert ray_session.get(board.open.remote(1), timeout=30) is True
     gate = board.open.remote(0)
     f_ref = ray_session.put(f)
     x = batch()[:1]

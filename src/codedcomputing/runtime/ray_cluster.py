@@ -1,4 +1,24 @@
-"""Ray backend: one stateless Ray task per worker; tasks of an answered call skip ``f``."""
+"""Ray backend: one stateless Ray task per worker; tasks of an answered call skip ``f``.
+
+Nothing here calls ``ray.cancel``. On Ray 2.60, cancelling tasks that may be finishing
+(``force=True``, and less often ``force=False``) crashed the driver ("Tried to complete
+task that was not pending", a fatal check in its task manager) within 30-40 calls in our
+stress runs, with or without object-store dependencies; and force-cancelling an injected
+hang that had been pushed to a worker but not yet started failed ("attempt_succeeded: 0,
+requested_task_running: 0") and left it holding a CPU for good. A worker-side "started"
+flag does not make a cancel safe: a running task may finish at any moment. So tasks stop
+themselves: when a call ends, the master opens the call's *gate* (:class:`_CallBoard`);
+tasks not started yet see it and return at once, and injected hangs, which watch it,
+end. A task already running ``f`` finishes in the background, its result discarded.
+Stopping it was tried and left out: exiting its worker process makes Ray start another
+(~1 s of CPU on a small node), more than the at most one ``f`` per CPU it would save; and
+interrupting ``f`` with an asynchronous exception from a thread watching the gate, which
+worked (3 stress runs of 40 calls x 50 tasks, no crash; the second call of
+``benchmarks/bench_ray_cancel.py`` at 0.56 of its time without skipping, against 0.60,
+at f = 100 ms), stops user code at an arbitrary bytecode, which can leave what ``f`` keeps
+in its worker process half-updated, cannot stop a long C call (a torch op), and costs a
+look at the gate (~0.5 ms) every poll.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +39,12 @@ _remote_board = None
 # In each Ray worker process: the functions already fetched, by object-store reference.
 _fetched: dict = {}
 _FETCHED_MAX = 8
+# In each Ray worker process: the last gates seen, by object id. Holding a gate keeps Ray
+# telling this process its state; a task's own copy of the reference, new to the process
+# when the task starts, reads "not ready" for a while after the gate opened.
+_gates: dict = {}
+_GATES_MAX = 4
+_HANG_POLL_S = 0.02
 
 
 def _ray():
@@ -43,8 +69,8 @@ def _call_over(gate) -> bool:
     """Whether the call's gate (:class:`_CallBoard`) has opened; a failed gate has not.
 
     While the call is open, a look asks the master (an RPC; with the nested reference's
-    bookkeeping ~0.7 ms a task on a 2-CPU node); once Ray has told this process the gate
-    is ready, a look is a local lookup.
+    bookkeeping 0.5-1.5 ms a task on a 2-CPU node); once Ray has told this process that
+    the gate is ready, a look is a local lookup.
     """
     ray = _ray()
     ready, _ = ray.wait([gate], timeout=0, fetch_local=False)
@@ -61,13 +87,17 @@ def _run_shared(refs: list, x, fault, seed):
 
     ``refs`` is ``[f's reference, the call's gate or None]``, nested in a list, which Ray
     does not resolve for the task: the task has no object-store dependency to wait for,
-    and each worker process fetches and deserialises ``f`` once, not once per task. An
-    injected hang never looks at the gate: it must never finish, so that force-cancelling
-    it cannot race its completion.
+    and each worker process fetches and deserialises ``f`` once, not once per task.
     """
     f_ref, gate = refs
-    if gate is not None and fault != "hang" and _call_over(gate):
-        return _Skipped()
+    if gate is not None:
+        gate = _gates.setdefault(gate.hex(), gate)
+        if len(_gates) > _GATES_MAX:
+            _gates.pop(next(iter(_gates)))
+        if fault == "hang":
+            return _hang_until_over(gate)
+        if _call_over(gate):
+            return _Skipped()
     key = f_ref.hex()
     f = _fetched.get(key)
     if f is None:
@@ -78,24 +108,46 @@ def _run_shared(refs: list, x, fault, seed):
     return run_task(f, x, fault, seed)
 
 
+def _hang_until_over(gate) -> _Skipped:
+    """An injected hang: hold the task's CPU, computing nothing, until the call is over.
+
+    It looks at the gate every 20 ms, without blocking in Ray (a task blocked in ``ray.get``
+    or ``ray.wait`` lends its CPU to other tasks, which a hung worker does not). A gate
+    that failed (the board died) also ends the hang: the master then records a failure.
+    """
+    ray = _ray()
+    while not ray.wait([gate], timeout=0, fetch_local=False)[0]:
+        time.sleep(_HANG_POLL_S)
+    return _Skipped()
+
+
 class _CallBoard:
     """A zero-CPU actor that tells tasks their call is over.
 
     ``open(call)`` returns only after ``close(call)``: its result is the call's *gate*, an
     object that becomes ready when the master has its answer. The master calls ``open``
-    when it dispatches a call and ``close`` when ``gather`` returns; calls from one caller
-    start in order, so ``close`` always finds the event that ``open`` made.
+    when it dispatches a call and ``close`` when ``gather`` returns. An async actor may run
+    them out of order (it did, about once in 50 calls in our stress runs), so a ``close``
+    that comes first is remembered until its ``open`` comes.
     """
 
     def __init__(self):
         self._events: dict[int, asyncio.Event] = {}
+        self._closed_early: set[int] = set()
 
     async def open(self, call: int) -> bool:
+        if call in self._closed_early:
+            self._closed_early.discard(call)
+            return True
         await self._events.setdefault(call, asyncio.Event()).wait()
         return True
 
     async def close(self, call: int) -> None:
-        self._events.pop(call, asyncio.Event()).set()
+        event = self._events.pop(call, None)
+        if event is None:
+            self._closed_early.add(call)
+        else:
+            event.set()
 
 
 def _resolve(ref):
@@ -143,14 +195,13 @@ class RayCluster(Cluster):
     - **Tasks of an answered call skip f.** When :meth:`gather` returns, tasks of the call
       that have not started yet return at once without running ``f`` (they look at the
       call's gate, an object a zero-CPU actor makes ready when the call ends), so a queue
-      of stragglers does not delay the next call. Looking costs ~0.7 ms a task on a small
-      node, so it is done only when ``f`` is worth skipping: when ``f``'s median time in
-      its previous call on this cluster was at least ``skip_min_s`` seconds (default 3 ms;
-      0: from ``f``'s second call on; ``math.inf``: never).
-    - Hung tasks are force-cancelled when :meth:`gather` returns (their processes are
-      killed, freeing the CPUs; Ray starts fresh ones, ~1 s each on a small node). Tasks
-      already running ``f`` finish in the background, their results discarded: see
-      :meth:`_cancel` for why they are not cancelled.
+      of stragglers does not delay the next call. Looking costs 0.5-1.5 ms a task on a
+      small node, so it is done only when ``f`` is worth skipping: when ``f``'s median time
+      in its previous call on this cluster was at least ``skip_min_s`` seconds (default
+      3 ms; 0: from ``f``'s second call on; ``math.inf``: never).
+    - Injected hangs hold their CPUs until :meth:`gather` returns, then end (their worker
+      processes live on). Tasks already running ``f`` finish in the background, their
+      results discarded. Nothing is cancelled through Ray: the module's docstring says why.
     - Injected delays are held by the master as on :class:`ThreadCluster`.
 
     :meth:`close` shuts Ray down only if this cluster started it.
@@ -205,10 +256,8 @@ class RayCluster(Cluster):
         self._f_seconds.pop(key, None)
         return ref
 
-    def _open_gate(self, f):
-        """``(call number, gate)`` for a new call, or ``(None, None)`` if ``f`` is not worth skipping."""
-        if not self._f_seconds.get(id(f), math.nan) >= self.skip_min_s:  # NaN: f not timed yet
-            return None, None
+    def _open_gate(self):
+        """``(call number, gate)`` for a new call: the gate is ready once :meth:`_close_gate` ran."""
         if self._board is None:
             self._board = _board_actor().remote()
         call = next(self._calls)
@@ -221,12 +270,16 @@ class RayCluster(Cluster):
         if _arraylib.is_torch(inputs):
             inputs = inputs.detach().cpu()
         collector = _Collector(num_workers, enough)
-        call, gate = self._open_gate(f)
+        skipping = self._f_seconds.get(id(f), math.nan) >= self.skip_min_s  # NaN: f not timed yet
+        hanging = "hang" in faults.values()
+        call, gate = self._open_gate() if skipping or hanging else (None, None)
         start = time.perf_counter()
         worker_of = {}
         for n in order:
+            fault = faults.get(n)
+            task_gate = gate if skipping or fault == "hang" else None
             ref = task.remote(
-                [f_ref, gate], _arraylib.take_rows(inputs, np.array([n])), faults.get(n), int(seeds[n])
+                [f_ref, task_gate], _arraylib.take_rows(inputs, np.array([n])), fault, int(seeds[n])
             )
             worker_of[ref] = n
         pending = list(worker_of)
@@ -245,31 +298,14 @@ class RayCluster(Cluster):
         try:
             timed_out = _collect(collector, delays, start, deadline_s, poll, _resolve)
         finally:
-            if gate is not None:
+            if gate is not None:  # the call is over: unstarted tasks skip f, hangs end
                 self._board.close.remote(call)
-            self._cancel(pending, hung)
         wall = time.perf_counter() - start
         gathered = collector.gathered(num_workers, delays, faults, wall, timed_out)
         seconds = gathered.compute_s[np.isfinite(gathered.compute_s)]
         if seconds.size:
             self._f_seconds[id(f)] = float(np.median(seconds))
         return gathered
-
-    def _cancel(self, pending: list, hung: set) -> None:
-        """Force-cancel the hung tasks among those unfinished; leave the others to finish.
-
-        A hung task never finishes, so force-cancelling it cannot race its completion.
-        Cancelling tasks that may be finishing, with ``force=True`` (and, less often,
-        ``force=False``), crashed Ray 2.60's driver ("Tried to complete task that was not
-        pending", a fatal check in its task manager) within 30 calls in our stress runs,
-        with or without object-store dependencies. So the other unfinished tasks are not
-        cancelled by Ray: those not started yet skip ``f`` on their own (the call's gate),
-        and those already running ``f`` finish in the background.
-        """
-        ray = _ray()
-        for ref in pending:
-            if ref in hung:
-                ray.cancel(ref, force=True)
 
     def close(self) -> None:
         self._shared.clear()
