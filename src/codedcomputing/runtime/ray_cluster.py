@@ -257,7 +257,7 @@ class RayCluster(Cluster):
         return ref
 
     def _open_gate(self):
-        """``(call number, gate)`` for a new call: the gate is ready once :meth:`_close_gate` ran."""
+        """``(call number, gate)`` for a new call: the gate is ready once the board's ``close(call)`` ran."""
         if self._board is None:
             self._board = _board_actor().remote()
         call = next(self._calls)
