@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -235,3 +236,38 @@ def test_ray_missing_says_which_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ImportError, match=r"codedcomputing\[ray\]"):
         cc.RayCluster()
+
+
+DRIVER = """
+import sys
+import numpy as np
+import ray
+import codedcomputing as cc
+
+cluster = cc.RayCluster(address=sys.argv[1], delays=cc.delays.ShiftedExponential(0.001), seed=0)
+x = np.random.default_rng(0).normal(size=(4, 3))
+result = cc.CodedExecutor(cc.GCC(4, 8), np.tanh, cluster).run(x, wait_for=7)
+expected = cc.GCC(4, 8).decode(np.tanh(cc.GCC(4, 8).encode(x))[result.alive], result.alive)
+print("address", ray.get_runtime_context().gcs_address)
+print("alive", result.alive.size)
+print("error", float(np.abs(result.estimates - expected).max()))
+cluster.close()
+print("initialised_after_close", ray.is_initialized())
+"""
+
+
+@pytest.mark.slow
+def test_ray_cluster_joins_a_running_cluster_by_address(ray_session, tmp_path):
+    """A second driver process joins this session's Ray by its address, runs a call there,
+    and on close disconnects without stopping that Ray."""
+    address = ray_session.get_runtime_context().gcs_address
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    run = subprocess.run([sys.executable, str(script), address], capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = dict(line.split(" ", 1) for line in run.stdout.splitlines() if " " in line)
+    assert lines["address"] == address  # the running cluster, not a new local one
+    assert lines["alive"] == "7"
+    assert float(lines["error"]) < 1e-12
+    assert lines["initialised_after_close"] == "False"  # close disconnects the driver it connected...
+    assert ray_session.get(ray_session.put(1)) == 1  # ...and leaves the running cluster serving

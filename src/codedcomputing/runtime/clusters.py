@@ -88,7 +88,7 @@ def run_task(f, x, fault: str | None, seed: int):
     if fault == "raise":
         raise InjectedFault("injected fault: worker raised")
     if fault == "hang":
-        while True:  # only a force-cancel (Ray) ends this; threads never start such a task
+        while True:  # never ends: threads never start such a task, Ray ends hangs at its gate
             time.sleep(3600)
     start = time.perf_counter()
     out = f(x)
@@ -235,8 +235,8 @@ class Cluster(ABC):
 
         It also returns early when every worker has answered or failed. It never raises
         for a worker's failure: check ``len(result.alive)``. Workers still running when
-        it returns are cancelled where the backend can (Ray: force-cancel), else left to
-        finish in the background with their results discarded.
+        it returns finish in the background, their results discarded (on Ray, tasks not
+        started yet skip ``f`` and injected hangs end: see :class:`RayCluster`).
         """
         if not callable(f):
             raise ValueError(f"f must be callable, got {f!r}")

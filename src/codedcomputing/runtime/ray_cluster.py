@@ -204,7 +204,9 @@ class RayCluster(Cluster):
       results discarded. Nothing is cancelled through Ray: the module's docstring says why.
     - Injected delays are held by the master as on :class:`ThreadCluster`.
 
-    :meth:`close` shuts Ray down only if this cluster started it.
+    :meth:`close` calls ``ray.shutdown`` only if this cluster initialised Ray in this process:
+    a local Ray stops; a cluster joined by ``address`` is only disconnected from, and keeps
+    running.
     """
 
     name = "ray"
