@@ -91,21 +91,23 @@ def _run_shared(refs: list, x, fault, seed):
     """
     f_ref, gate = refs
     if gate is not None:
-        gate = _gates.setdefault(gate.hex(), gate)
-        if len(_gates) > _GATES_MAX:
-            _gates.pop(next(iter(_gates)))
+        gate = _kept(_gates, gate.hex(), lambda: gate, _GATES_MAX)
         if fault == "hang":
             return _hang_until_over(gate)
         if _call_over(gate):
             return _Skipped()
-    key = f_ref.hex()
-    f = _fetched.get(key)
-    if f is None:
-        f = _ray().get(f_ref)
-        if len(_fetched) >= _FETCHED_MAX:
-            _fetched.pop(next(iter(_fetched)))
-        _fetched[key] = f
+    f = _kept(_fetched, f_ref.hex(), lambda: _ray().get(f_ref), _FETCHED_MAX)
     return run_task(f, x, fault, seed)
+
+
+def _kept(cache: dict, key: str, make, limit: int):
+    """``cache[key]``, made by ``make()`` on first use; the oldest entry goes past ``limit``."""
+    value = cache.get(key)
+    if value is None:
+        value = cache[key] = make()
+        if len(cache) > limit:
+            cache.pop(next(iter(cache)))
+    return value
 
 
 def _hang_until_over(gate) -> _Skipped:
