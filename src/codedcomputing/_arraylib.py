@@ -16,6 +16,7 @@ __all__ = [
     "apply_matrix",
     "check_inputs",
     "check_results",
+    "convert_like",
     "empty_like_rows",
     "is_torch",
     "to_float64",
@@ -23,8 +24,33 @@ __all__ = [
 
 
 def is_torch(x) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(x, torch.Tensor)
+    """Whether ``x`` is a torch tensor, without importing torch.
+
+    Safe while another thread is still importing torch: until ``torch.Tensor`` exists, no
+    tensor can either.
+    """
+    tensor = getattr(sys.modules.get("torch"), "Tensor", None)
+    return tensor is not None and isinstance(x, tensor)
+
+
+def convert_like(x, like):
+    """``x`` (numpy array or torch tensor) as ``like``'s kind: numpy, or torch on ``like``'s
+    device; the dtype is kept (numpy has no bfloat16: that becomes float32)."""
+    if is_torch(like):
+        if is_torch(x):
+            return x if x.device == like.device else x.to(like.device)
+        import torch
+
+        x = np.asarray(x)
+        return torch.as_tensor(x if x.flags.writeable else x.copy(), device=like.device)
+    return _to_numpy(x) if is_torch(x) else x
+
+
+def _to_numpy(x) -> np.ndarray:
+    import torch
+
+    x = x.detach().cpu()
+    return (x.float() if x.dtype == torch.bfloat16 else x).numpy()
 
 
 def _as_array(x, name: str):
@@ -75,7 +101,10 @@ def check_alive(alive, num_workers: int) -> np.ndarray:
     """``alive`` as an int64 array; rejects non-integers, out-of-range and duplicate indices."""
     if is_torch(alive):
         alive = alive.cpu().numpy()
-    arr = np.asarray(alive)
+    try:
+        arr = np.asarray(alive)
+    except (TypeError, ValueError) as err:  # ragged nesting
+        raise ValueError(f"alive must be a one-dimensional sequence of worker indices: {err}") from None
     if arr.ndim != 1:
         raise ValueError(f"alive must be a one-dimensional sequence of worker indices, got shape {arr.shape}")
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
@@ -161,7 +190,7 @@ def apply_matrix(matrix, x):
 def to_float64(x) -> np.ndarray:
     """``x`` flattened to ``(rows, d)`` as a float64 numpy array (host memory)."""
     if is_torch(x):
-        x = x.detach().cpu().numpy()
+        x = _to_numpy(x)
     return np.asarray(x, dtype=np.float64).reshape(x.shape[0], -1)
 
 

@@ -245,6 +245,16 @@ def train_model(
     )
 
 
+def _check_out(out: Path) -> None:
+    """A ``--out`` that cannot be written fails before any work, in one line naming it."""
+    from .experiments.records import output_dir
+
+    try:
+        output_dir(out)
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--out") from None
+
+
 @app.command("experiment")
 def experiment(
     name: str = typer.Argument(..., help="Which experiment (see `coded experiment --help`)."),
@@ -257,6 +267,7 @@ def experiment(
 
     if name not in EXPERIMENTS:
         raise typer.BadParameter(f"must be one of {sorted(EXPERIMENTS)}", param_hint="NAME")
+    _check_out(out)
     start = time.perf_counter()
     csv_path = EXPERIMENTS[name].run(out, quick=quick, seed=seed)
     console().print(f"{name}: wrote {csv_path} and figures in {out} ({time.perf_counter() - start:.0f} s)")
@@ -271,6 +282,8 @@ def plot(
     from .experiments import EXPERIMENTS
     from .experiments.records import read_csv
 
+    if out is not None:
+        _check_out(out)
     rows = read_csv(csv_path)
     name = rows[0].get("experiment") if rows else None
     if name not in EXPERIMENTS:

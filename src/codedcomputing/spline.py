@@ -34,13 +34,15 @@ import numpy as np
 from scipy.linalg.lapack import dgbtrf, dgbtrs, dpttrf, dpttrs
 from scipy.sparse import csr_array
 
+from ._validation import check_number, check_real_array
+
 __all__ = ["NaturalSpline", "check_knots", "fit", "smoothing_matrix"]
 
 
 def check_knots(knots, name: str = "knots") -> np.ndarray:
     """Return ``knots`` as a 1-D float64 array; raise ``ValueError`` naming ``name``
     if it has fewer than two entries, non-finite entries or duplicates."""
-    t = np.asarray(knots, dtype=np.float64)
+    t = check_real_array(knots, name)
     if t.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {t.shape}")
     if t.size < 2:
@@ -219,12 +221,14 @@ class NaturalSpline:
 
 def check_nonnegative(value, name: str, upper: float = np.inf) -> float:
     """``value`` as a float in ``[0, upper)``; ``ValueError`` naming ``name`` otherwise."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
-    if not (np.isfinite(value) and 0.0 <= value < upper):
-        raise ValueError(f"{name} must be a finite number in [0, {upper:g}), got {value!r}")
-    return value
+    return check_number(value, name, low=0.0, high=upper, high_open=True)
+
+
+def _check_points(points) -> np.ndarray:
+    z = check_real_array(points, "points").ravel()
+    if not np.all(np.isfinite(z)):
+        raise ValueError("points contains NaN or inf")
+    return z
 
 
 def _sorted_problem(knots, lam):
@@ -244,7 +248,7 @@ def fit(knots, values, lam: float = 0.0) -> NaturalSpline:
     factorisation for all ``d`` columns; computed in float64.
     """
     t, order, lam = _sorted_problem(knots, lam)
-    y = np.asarray(values, dtype=np.float64)
+    y = check_real_array(values, "values")
     if y.ndim == 0 or y.shape[0] != t.size:
         raise ValueError(
             f"values must have leading dimension {t.size} (one row per knot), got shape {y.shape}"
@@ -273,11 +277,9 @@ def smoothing_matrix(knots, lam: float, points, *, tol: float = 0.0, derivative:
     that order).
     """
     t, order, lam = _sorted_problem(knots, lam)
-    z = np.asarray(points, dtype=np.float64).ravel()
-    if not np.all(np.isfinite(z)):
-        raise ValueError("points contains NaN or inf")
+    z = _check_points(points)
     tol = check_nonnegative(tol, "tol", upper=1.0)
-    if derivative not in (0, 2):
+    if isinstance(derivative, bool) or derivative not in (0, 2):
         raise ValueError(f"derivative must be 0 or 2, got {derivative!r}")
     l = t.size * lam
     if z.size == 0:
@@ -297,9 +299,7 @@ def evaluation_matrix(knots, points):
     derivatives, stacked as ``[g; gamma]`` (each in the order of ``knots``), to its values at
     ``points``: four weights a row, linear beyond the end knots."""
     t, order, _ = _sorted_problem(knots, 0.0)
-    z = np.asarray(points, dtype=np.float64).ravel()
-    if not np.all(np.isfinite(z)):
-        raise ValueError("points contains NaN or inf")
+    z = _check_points(points)
     n = t.size
     stencil = _Stencil.build(t, z)
     rows = np.repeat(np.arange(z.size), 4)

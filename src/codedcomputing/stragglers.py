@@ -5,26 +5,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._validation import check_count, check_probability, check_rng
+
 __all__ = ["bernoulli", "contiguous", "random"]
 
 
-def _check(num_workers, num_stragglers=None):
-    if isinstance(num_workers, bool) or not isinstance(num_workers, (int, np.integer)) or num_workers < 1:
-        raise ValueError(f"num_workers must be an integer >= 1, got {num_workers!r}")
-    if num_stragglers is not None:
-        if isinstance(num_stragglers, bool) or not isinstance(num_stragglers, (int, np.integer)):
-            raise ValueError(f"num_stragglers must be an integer, got {num_stragglers!r}")
-        if not 0 <= num_stragglers < num_workers:
-            raise ValueError(
-                f"num_stragglers must satisfy 0 <= num_stragglers < num_workers = {num_workers}, "
-                f"got {num_stragglers}"
-            )
+def _check(num_workers, num_stragglers) -> tuple[int, int]:
+    num_workers = check_count(num_workers, "num_workers", 1)
+    if isinstance(num_stragglers, (bool, np.bool_)) or not isinstance(num_stragglers, (int, np.integer)):
+        raise ValueError(f"num_stragglers must be an integer, got {num_stragglers!r}")
+    if not 0 <= num_stragglers < num_workers:
+        raise ValueError(
+            f"num_stragglers must satisfy 0 <= num_stragglers < num_workers = {num_workers}, "
+            f"got {num_stragglers}"
+        )
+    return num_workers, int(num_stragglers)
 
 
 def random(num_workers: int, num_stragglers: int, rng) -> np.ndarray:
     """``num_stragglers`` workers chosen uniformly at random straggle."""
-    _check(num_workers, num_stragglers)
-    rng = np.random.default_rng(rng)
+    num_workers, num_stragglers = _check(num_workers, num_stragglers)
+    rng = check_rng(rng)
     return np.sort(rng.choice(num_workers, size=num_workers - num_stragglers, replace=False))
 
 
@@ -32,17 +33,15 @@ def contiguous(num_workers: int, num_stragglers: int, rng) -> np.ndarray:
     """A block of ``num_stragglers`` consecutive workers straggles (the worst case for
     splines: the largest possible gap). Its start is uniform over the ``num_workers -
     num_stragglers + 1`` positions that fit; it does not wrap around."""
-    _check(num_workers, num_stragglers)
-    rng = np.random.default_rng(rng)
+    num_workers, num_stragglers = _check(num_workers, num_stragglers)
+    rng = check_rng(rng)
     start = int(rng.integers(0, num_workers - num_stragglers + 1))
     return np.concatenate([np.arange(start), np.arange(start + num_stragglers, num_workers)])
 
 
 def bernoulli(num_workers: int, p: float, rng) -> np.ndarray:
     """Each worker straggles independently with probability ``p`` in [0, 1)."""
-    _check(num_workers)
-    p = float(p)
-    if not 0.0 <= p < 1.0:
-        raise ValueError(f"p must lie in [0, 1), got {p}")
-    rng = np.random.default_rng(rng)
+    num_workers = check_count(num_workers, "num_workers", 1)
+    p = check_probability(p, "p", allow_one=False)
+    rng = check_rng(rng)
     return np.flatnonzero(rng.random(num_workers) >= p)

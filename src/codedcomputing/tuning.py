@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _arraylib, metrics
+from ._validation import check_rng
 from .codes import GCC
 from .codes.base import MAX_LAMBDA, check_count
 from .spline import check_knots, check_nonnegative, fit, smoothing_matrix
@@ -318,7 +319,7 @@ def tune(
     encoders = [GCC(num_inputs, num_workers, lam, 0.0, points=points) for lam in lambdas_enc]
     decoders = [GCC(num_inputs, num_workers, 0.0, lam, points=points) for lam in lambdas_dec]
 
-    rng = np.random.default_rng(seed)
+    rng = check_rng(seed, "seed")
     patterns = []
     for trial in range(trials):
         try:

@@ -10,20 +10,12 @@ from typing import ClassVar
 import numpy as np
 
 from .. import _arraylib
+from .._validation import check_count, check_real_array
 from ..errors import InsufficientResultsError, NonFiniteResultWarning
 from ..points import make_points
 from ..spline import check_nonnegative
 
 __all__ = ["Code", "check_count"]
-
-
-def check_count(value, name: str, minimum: int) -> int:
-    """``value`` as an int; ``ValueError`` naming ``name`` unless it is an integer >= minimum."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 MAX_LAMBDA = 1e100
@@ -56,7 +48,7 @@ def read_only(array):
 
 
 def check_points(points, n: int, name: str) -> np.ndarray:
-    pts = np.asarray(points, dtype=np.float64)
+    pts = check_real_array(points, name)
     if pts.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), got {pts.shape}")
     if not np.all(np.isfinite(pts)):

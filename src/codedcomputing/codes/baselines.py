@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .. import _arraylib
@@ -41,6 +43,8 @@ class _Assignment(Code):
         listing the missing inputs, unless ``fill`` is given (NaN, say): then its row is
         ``fill``.
         """
+        if fill is not None and (isinstance(fill, (bool, np.bool_)) or not isinstance(fill, numbers.Real)):
+            raise ValueError(f"fill must be None or a real number (NaN, say), got {fill!r}")
         Y, alive = self._usable_results(Y, alive)
         self._require(alive, self.min_results)
         missing = self.missing_inputs(alive)

@@ -177,13 +177,23 @@ class GCC(Code):
         )
 
     def decoder(self, alive) -> SmoothingMap:
-        """The decoder's linear map for the (sorted or not) set of returned workers ``alive``."""
+        """The decoder's linear map for the (sorted or not) set of returned workers ``alive``.
+
+        With ``lambda_dec="gcv"`` the map depends on the results, not only on ``alive``:
+        there is none to return, and this raises ``ValueError``.
+        """
+        if self.gcv:
+            raise ValueError(
+                "lambda_dec='gcv' picks the decoder's lambda from the results at every decode, so "
+                "decoder(alive) has no fixed map; build GCC with a number for lambda_dec"
+            )
         alive = np.sort(_arraylib.check_alive(alive, self.num_workers))
         self._require(alive, self.min_results)
         return self._decoder(alive)
 
     def _build_decoder(self, alive_sorted: np.ndarray) -> SmoothingMap:
-        return SmoothingMap(self.beta[alive_sorted], self.lambda_dec, self.alpha)
+        # With GCV this serves only two results, where every lambda gives the same line.
+        return SmoothingMap(self.beta[alive_sorted], self._lambda_dec, self.alpha)
 
     def _encode(self, X):
         if self.encoder is None:

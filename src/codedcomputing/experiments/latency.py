@@ -39,7 +39,7 @@ from .. import datasets, metrics, models
 from ..codes import BACC, GCC, Replication, Uncoded
 from ..runtime import CodedExecutor, RayCluster, SimulatedCluster, ThreadCluster
 from ..runtime.delays import Pareto, ShiftedExponential
-from .records import figure_dir, progress, pyplot, read_csv, save_figure, write_csv
+from .records import figure_dir, output_dir, progress, pyplot, read_csv, save_figure, write_csv
 
 NAME = "latency"
 SCHEMES = ("uncoded", "replication", "bacc", "gcc")
@@ -143,6 +143,7 @@ def run(
     show_progress: bool = True,
     backends: tuple[str, ...] | None = None,
 ) -> Path:
+    out_dir = output_dir(out_dir)  # fail now, not after the run, if it cannot be written
     config = QUICK if quick else Config()
     backends = tuple(backends or config.backends)
     if "ray" in backends and not _ray_available():

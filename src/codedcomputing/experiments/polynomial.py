@@ -20,7 +20,7 @@ import numpy as np
 from .. import metrics, stragglers
 from ..codes import BACC, GCC, LCC
 from ..tuning import tune
-from .records import figure_dir, progress, pyplot, read_csv, save_figure, summarise, write_csv
+from .records import figure_dir, output_dir, progress, pyplot, read_csv, save_figure, summarise, write_csv
 
 NAME = "polynomial"
 
@@ -46,6 +46,7 @@ def quadratic(rng: np.random.Generator, dim: int, out_dim: int):
 
 
 def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: bool = True) -> Path:
+    out_dir = output_dir(out_dir)  # fail now, not after the run, if it cannot be written
     config = QUICK if quick else Config()
     rng = np.random.default_rng(seed)
     k, n = config.num_inputs, config.num_workers

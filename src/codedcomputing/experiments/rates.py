@@ -51,7 +51,7 @@ import numpy as np
 from .. import datasets, metrics, models, stragglers
 from ..codes import BACC, GCC
 from ..tuning import lambda_grid, tune
-from .records import figure_dir, progress, pyplot, read_csv, save_figure, summarise, write_csv
+from .records import figure_dir, output_dir, progress, pyplot, read_csv, save_figure, summarise, write_csv
 
 NAME = "rates"
 MODEL = "lenet5"
@@ -92,6 +92,7 @@ def _settings(config: Config) -> list[tuple[str, int | str, float | str, object]
 
 
 def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: bool = True) -> Path:
+    out_dir = output_dir(out_dir)  # fail now, not after the run, if it cannot be written
     config = QUICK if quick else Config()
     k = config.num_inputs
     f = models.numpy_function(MODEL, progress=show_progress)

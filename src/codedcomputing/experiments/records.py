@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import tempfile
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,7 +11,17 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-__all__ = ["figure_dir", "mean_ci", "progress", "pyplot", "read_csv", "save_figure", "summarise", "write_csv"]
+__all__ = [
+    "figure_dir",
+    "mean_ci",
+    "output_dir",
+    "progress",
+    "pyplot",
+    "read_csv",
+    "save_figure",
+    "summarise",
+    "write_csv",
+]
 
 
 def write_csv(rows: Sequence[dict], path: Path) -> Path:
@@ -77,11 +88,26 @@ def pyplot():
     return plt
 
 
-def figure_dir(csv_path: Path, out_dir: Path | None) -> Path:
-    """``out_dir``, or the CSV's folder when it is None; created if missing."""
-    folder = Path(out_dir) if out_dir is not None else Path(csv_path).parent
-    folder.mkdir(parents=True, exist_ok=True)
+def output_dir(out_dir) -> Path:
+    """``out_dir`` as a folder this process can write in, created if missing; otherwise a
+    ``ValueError`` naming it. Experiments call it before any work, so that a bad ``--out``
+    fails at once rather than after the whole run."""
+    folder = Path(out_dir)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"out_dir {folder} exists and is not a directory")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as err:
+        reason = err.strerror or err
+        raise ValueError(f"out_dir {folder} is not a folder that can be written: {reason}") from None
     return folder
+
+
+def figure_dir(csv_path: Path, out_dir: Path | None) -> Path:
+    """``out_dir``, or the CSV's folder when it is None, checked by :func:`output_dir`."""
+    return output_dir(out_dir if out_dir is not None else Path(csv_path).parent)
 
 
 def save_figure(fig, out_dir: Path, name: str) -> Path:

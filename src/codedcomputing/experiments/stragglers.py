@@ -27,7 +27,7 @@ import numpy as np
 from .. import datasets, metrics, models, stragglers
 from ..codes import BACC, GCC, Replication, Uncoded
 from ..tuning import tune
-from .records import figure_dir, progress, pyplot, read_csv, save_figure, summarise, write_csv
+from .records import figure_dir, output_dir, progress, pyplot, read_csv, save_figure, summarise, write_csv
 
 NAME = "stragglers"
 SCHEMES = ("gcc", "gcc-natural", "bacc", "replication", "uncoded")
@@ -48,6 +48,7 @@ QUICK = Config(stragglers=(0, 5, 10, 20, 30), trials=5, tuning_batches=2, tuning
 
 
 def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: bool = True) -> Path:
+    out_dir = output_dir(out_dir)  # fail now, not after the run, if it cannot be written
     config = QUICK if quick else Config()
     k, n = config.num_inputs, config.num_workers
     data = datasets.mnist()

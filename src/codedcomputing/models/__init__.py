@@ -12,6 +12,7 @@ else ``~/.cache/codedcomputing``.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -19,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import datasets
-from ..cache import cache_dir
+from ..cache import atomic_path, cache_dir
+from ..errors import DamagedCacheWarning
 
 __all__ = [
     "MODELS",
@@ -157,7 +159,16 @@ def train(name: str, recipe: TrainingRecipe | None = None, *, progress: bool = T
 
 def load(name: str, recipe: TrainingRecipe | None = None, *, progress: bool = True, retrain: bool = False):
     """Model ``name`` with trained weights from the cache, training (and caching) it first
-    when nothing is cached or ``retrain``. The test accuracy is in ``model.test_accuracy``."""
+    when nothing is cached or ``retrain``. The test accuracy is in ``model.test_accuracy``.
+
+    A cached entry is checked before it is used: the JSON sidecar's schema and bounds (the
+    model's name, the recipe it was trained with, the dataset's image size, an accuracy in
+    [0, 1]) first, then the weights (a state dict of exactly this model's tensors, all
+    finite, loaded with ``weights_only=True``). An entry that fails, a damaged file or one
+    from another recipe, is a cache miss: a :class:`~codedcomputing.errors.DamagedCacheWarning`
+    names the file and what was wrong, and the model is retrained and cached anew (the
+    recipes are seeded, so this gives the weights the entry should have held).
+    """
     import torch
 
     _check_name(name)
@@ -165,27 +176,71 @@ def load(name: str, recipe: TrainingRecipe | None = None, *, progress: bool = Tr
     recipe = recipe or default
     weights, meta = _paths(name, recipe)
     if weights.exists() and meta.exists() and not retrain:
-        info = json.loads(meta.read_text())
-        model = build(info["image_size"])
-        model.load_state_dict(torch.load(weights, weights_only=True))
-        model.eval()
-        model.test_accuracy = info["test_accuracy"]
-        return model
+        try:
+            return _cached(name, recipe, build, weights, meta)
+        except _DamagedEntry as err:
+            warnings.warn(
+                f"{err.path}: {err}; retraining {name} (or run `coded models train {name} --retrain`)",
+                DamagedCacheWarning,
+                stacklevel=2,
+            )
     model, accuracy = train(name, recipe, progress=progress)
-    weights.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), weights)
-    meta.write_text(
-        json.dumps(
-            {
-                "model": name,
-                "recipe": asdict(recipe),
-                "image_size": model.config.image_size,
-                "test_accuracy": accuracy,
-            },
-            indent=2,
-        )
-    )
+    with atomic_path(weights) as partial:
+        torch.save(model.state_dict(), partial)
+    sidecar = {
+        "model": name,
+        "recipe": asdict(recipe),
+        "image_size": model.config.image_size,
+        "test_accuracy": accuracy,
+    }
+    with atomic_path(meta) as partial:
+        partial.write_text(json.dumps(sidecar, indent=2))
     model.test_accuracy = accuracy
+    return model
+
+
+class _DamagedEntry(Exception):
+    def __init__(self, path: Path, reason: str):
+        super().__init__(reason)
+        self.path = path
+
+
+def _cached(name: str, recipe: TrainingRecipe, build, weights: Path, meta: Path):
+    """The cached model, or :class:`_DamagedEntry` saying which file failed which check."""
+    import torch
+
+    try:
+        info = json.loads(meta.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise _DamagedEntry(meta, f"unreadable sidecar ({type(err).__name__}: {err})") from None
+    expected = {"model": name, "recipe": asdict(recipe), "image_size": datasets.IMAGE_SIZES[recipe.dataset]}
+    keys = sorted({*expected, "test_accuracy"})
+    if not isinstance(info, dict) or sorted(info) != keys:
+        got = sorted(info) if isinstance(info, dict) else type(info).__name__
+        raise _DamagedEntry(meta, f"the sidecar must hold the keys {keys}, got {got}")
+    for key, value in expected.items():
+        if info[key] != value:
+            raise _DamagedEntry(meta, f"the sidecar's {key} is {info[key]!r}, expected {value!r}")
+    accuracy = info["test_accuracy"]
+    if isinstance(accuracy, bool) or not isinstance(accuracy, (int, float)) or not 0.0 <= accuracy <= 1.0:
+        raise _DamagedEntry(meta, f"the sidecar's test_accuracy must be a number in [0, 1], got {accuracy!r}")
+    model = build(info["image_size"])
+    try:
+        state = torch.load(weights, weights_only=True)
+    except Exception as err:  # truncated, empty, random bytes, pickled code: all refused
+        raise _DamagedEntry(weights, f"unreadable weights ({type(err).__name__}: {err})"[:300]) from None
+    own = model.state_dict()
+    if not isinstance(state, dict) or set(state) != set(own):
+        raise _DamagedEntry(weights, f"not a state dict of {name}'s {len(own)} tensors")
+    for key, tensor in state.items():
+        if not isinstance(tensor, torch.Tensor) or tensor.shape != own[key].shape:
+            shape = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+            raise _DamagedEntry(weights, f"{key} has shape {shape}, expected {tuple(own[key].shape)}")
+        if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
+            raise _DamagedEntry(weights, f"{key} holds NaN or inf")
+    model.load_state_dict(state)
+    model.eval()
+    model.test_accuracy = float(accuracy)
     return model
 
 

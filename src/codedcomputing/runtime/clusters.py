@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import numbers
 import queue
 import time
 from abc import ABC, abstractmethod
@@ -31,12 +32,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _arraylib
+from .._validation import check_count, check_number, check_rng
 from .delays import DelayModel
 from .faults import FaultModel, InjectedFault, corrupt
 
 __all__ = ["Cluster", "Gathered", "SimulatedCluster", "ThreadCluster", "run_task"]
 
 WaitFor = int | Callable[[np.ndarray], bool]
+MAX_THREADS = 10_000  # a pool larger than this is a typo, not a cluster
 
 
 @dataclass(eq=False)
@@ -116,13 +119,29 @@ def check_deadline(deadline) -> float:
     """``deadline`` (seconds after dispatch, or None for no deadline) as a float (inf for None)."""
     if deadline is None:
         return math.inf
+    if not isinstance(deadline, (bool, np.bool_)) and isinstance(deadline, numbers.Real):
+        value = math.inf if deadline > 1e300 else float(deadline)  # a huge int does not fit a float
+        if value > 0:  # also rejects NaN
+            return value
+    raise ValueError(f"deadline must be a number of seconds > 0 or None, got {deadline!r}")
+
+
+def check_output_shape(output_shape) -> tuple[int, ...] | None:
+    """``output_shape`` (None, or a sequence of sizes >= 0) as a tuple of ints."""
+    if output_shape is None:
+        return None
     try:
-        value = float(deadline)
-    except (TypeError, ValueError):
-        raise ValueError(f"deadline must be a number of seconds > 0 or None, got {deadline!r}") from None
-    if not value > 0:  # also rejects NaN
-        raise ValueError(f"deadline must be a number of seconds > 0 or None, got {deadline!r}")
-    return value
+        sizes = tuple(output_shape)
+    except TypeError:
+        sizes = None
+    if sizes is None or not all(
+        isinstance(size, (int, np.integer)) and not isinstance(size, bool) and size >= 0 for size in sizes
+    ):
+        raise ValueError(
+            "output_shape must be None or a sequence of sizes >= 0 (f's output for one input, "
+            f"without the batch axis), got {output_shape!r}"
+        )
+    return tuple(int(size) for size in sizes)
 
 
 def _num_rows(inputs) -> int:
@@ -132,16 +151,30 @@ def _num_rows(inputs) -> int:
 
 
 class _Collector:
-    """Sorts arrivals into usable results and failures, in arrival order."""
+    """Sorts arrivals into usable results and failures, in arrival order.
 
-    def __init__(self, num_workers: int, enough: Callable[[list[int]], bool]):
+    Usable outputs are grouped by shape. Unless the caller declared the shape, the group
+    with the most members leads (on a tie, the one that got there first), and only its
+    workers count towards ``enough``: one mis-shaped worker arriving first cannot set the
+    shape the others are judged by. When the call ends, the other groups' workers are
+    failures.
+    """
+
+    def __init__(self, num_workers: int, enough: Callable[[list[int]], bool], output_shape=None):
+        self.num_workers = num_workers
         self.enough = enough
-        self.alive: list[int] = []
-        self.outputs: list = []
+        self.declared = None if output_shape is None else (1, *output_shape)
+        self.groups: dict[tuple, list[int]] = {}
+        self.leader: tuple | None = None
+        self.outputs: dict[int, object] = {}
         self.failed: dict[int, str] = {}
         self.latency = np.full(num_workers, np.nan)
         self.compute_s = np.full(num_workers, np.nan)
-        self.shape: tuple | None = None
+
+    @property
+    def alive(self) -> list[int]:
+        """The workers whose usable results are in the leading shape's group, in arrival order."""
+        return self.groups[self.leader] if self.leader is not None else []
 
     def arrive(self, worker: int, latency: float, outcome, compute_s: float = math.nan) -> None:
         """Record ``outcome`` (an output, or the exception the task raised)."""
@@ -150,42 +183,38 @@ class _Collector:
         if isinstance(outcome, BaseException):
             self.failed[worker] = f"{type(outcome).__name__}: {outcome}"[:300]
             return
-        reason = self._unusable(outcome)
-        if reason:
+        output, reason = _usable(outcome)
+        if reason is None and self.declared is not None and tuple(output.shape) != self.declared:
+            reason = f"returned shape {tuple(output.shape)}, not the declared {self.declared}"
+        if reason is not None:
             self.failed[worker] = reason
             return
-        self.alive.append(worker)
-        self.outputs.append(outcome)
-
-    def _unusable(self, out) -> str | None:
-        if not (_arraylib.is_torch(out) or isinstance(out, np.ndarray)):
-            try:
-                out = np.asarray(out, dtype=np.float64)
-            except (TypeError, ValueError):
-                return f"returned {type(out).__name__}, not an array"
-        shape = tuple(out.shape)
-        if len(shape) == 0 or shape[0] != 1:
-            return f"returned shape {shape}; a task's output needs one row (f on a batch of one)"
-        if self.shape is not None and shape != self.shape:
-            return f"returned shape {shape}, unlike the first result's {self.shape}"
-        finite = bool(out.isfinite().all()) if _arraylib.is_torch(out) else bool(np.all(np.isfinite(out)))
-        if not finite:
-            return "returned NaN or inf"
-        self.shape = shape
-        return None
+        shape = tuple(output.shape)
+        group = self.groups.setdefault(shape, [])
+        group.append(worker)
+        self.outputs[worker] = output
+        if self.leader is None or len(group) > len(self.groups[self.leader]):
+            self.leader = shape
 
     @property
     def done(self) -> bool:
         return self.enough(self.alive)
 
-    def gathered(self, num_workers, delays, faults, wall_s, timed_out) -> Gathered:
-        arrived = set(self.alive) | set(self.failed)
-        dropped = np.array([n for n in range(num_workers) if n not in arrived], dtype=np.int64)
+    def gathered(self, delays, faults, wall_s, timed_out, like) -> Gathered:
+        """What arrived, with the results converted to the kind of ``like`` (the inputs sent)."""
+        failed = dict(self.failed)
+        alive = self.alive
+        for shape, workers in self.groups.items():
+            if shape != self.leader:
+                reason = f"returned shape {shape}, unlike the {len(alive)} results of shape {self.leader}"
+                failed.update(dict.fromkeys(workers, reason))
+        arrived = set(self.outputs) | set(failed)
+        dropped = np.array([n for n in range(self.num_workers) if n not in arrived], dtype=np.int64)
         return Gathered(
-            results=_stack(self.outputs),
-            alive=np.array(self.alive, dtype=np.int64),
+            results=_stack([self.outputs[n] for n in alive], like),
+            alive=np.array(alive, dtype=np.int64),
             latency=self.latency,
-            failed=dict(self.failed),
+            failed=failed,
             dropped=dropped,
             delays=delays,
             faults=faults,
@@ -195,14 +224,36 @@ class _Collector:
         )
 
 
-def _stack(outputs: list):
+def _usable(out) -> tuple[object, str | None]:
+    """``(out as an array or tensor, None)``, or ``(None, why it is unusable)``."""
+    if out is None:
+        return None, "returned None"
+    if not (_arraylib.is_torch(out) or isinstance(out, np.ndarray)):
+        try:
+            out = np.asarray(out, dtype=np.float64)  # a list or a scalar of numbers
+        except (TypeError, ValueError, OverflowError):
+            return None, f"returned {type(out).__name__}, not an array of numbers"
+    if not _arraylib.is_torch(out) and not (np.issubdtype(out.dtype, np.number) or out.dtype == bool):
+        return None, f"returned an array of dtype {out.dtype}, not numbers"
+    shape = tuple(out.shape)
+    if len(shape) == 0 or shape[0] != 1:
+        return None, f"returned shape {shape}; a task's output needs one row (f on a batch of one)"
+    finite = bool(out.isfinite().all()) if _arraylib.is_torch(out) else bool(np.all(np.isfinite(out)))
+    if not finite:
+        return None, "returned NaN or inf"
+    return out, None
+
+
+def _stack(outputs: list, like):
+    """``outputs`` as one array of ``like``'s kind: numpy, or torch on ``like``'s device."""
     if not outputs:
         return None
-    if _arraylib.is_torch(outputs[0]):
+    outputs = [_arraylib.convert_like(out, like) for out in outputs]
+    if _arraylib.is_torch(like):
         import torch
 
         return torch.cat(outputs)
-    return np.concatenate([np.asarray(out) for out in outputs])
+    return np.concatenate(outputs)
 
 
 class Cluster(ABC):
@@ -223,25 +274,35 @@ class Cluster(ABC):
             raise ValueError(f"faults must be a codedcomputing.faults model or None, got {faults!r}")
         self.delays = delays
         self.faults = faults
-        self.rng = np.random.default_rng(seed)
+        self.rng = check_rng(seed, "seed")
 
-    def gather(self, f: Callable, inputs, wait_for: WaitFor, deadline: float | None = None) -> Gathered:
+    def gather(
+        self, f: Callable, inputs, wait_for: WaitFor, deadline: float | None = None, *, output_shape=None
+    ) -> Gathered:
         """Run ``f(inputs[n:n+1])`` on every worker ``n``; return the first results to arrive.
 
         - ``inputs``: ``(N, ...)`` numpy array or torch tensor, one row per worker.
         - ``wait_for``: stop once this many usable results are in, or (a callable) once
           ``wait_for(alive)`` is true for the workers whose usable results are in.
         - ``deadline``: seconds after dispatch; the call returns whatever arrived by then.
+        - ``output_shape``: the shape of ``f``'s output for one input, without the batch
+          axis, if known; results of another shape are failures. When it is not given,
+          the shape most arrived results share is the one results are judged by (only
+          those count towards ``wait_for``), so no one mis-shaped worker sets it.
 
         It also returns early when every worker has answered or failed. It never raises
-        for a worker's failure: check ``len(result.alive)``. Workers still running when
+        for a worker's failure: check ``len(result.alive)``. Results come back as the
+        inputs' kind (a worker's torch tensor becomes numpy for numpy inputs, and numpy
+        becomes a tensor on the inputs' device for torch inputs). Workers still running when
         it returns finish in the background, their results discarded (on Ray, tasks not
         started yet skip ``f`` and injected hangs end: see :class:`RayCluster`).
         """
         if not callable(f):
             raise ValueError(f"f must be callable, got {f!r}")
         num_workers = _num_rows(inputs)
-        enough = check_wait_for(wait_for, num_workers)
+        collector = _Collector(
+            num_workers, check_wait_for(wait_for, num_workers), check_output_shape(output_shape)
+        )
         deadline_s = check_deadline(deadline)
         delays = (
             np.zeros(num_workers)
@@ -254,12 +315,14 @@ class Cluster(ABC):
         # queue decides who is late, and index order would make the last workers a block of
         # stragglers, the worst case for spline codes, that no real cluster would show.
         order = self.rng.permutation(num_workers).tolist()
-        return self._gather(f, inputs, num_workers, enough, deadline_s, delays, faults, seeds, order)
+        wall_s, timed_out = self._gather(f, inputs, collector, deadline_s, delays, faults, seeds, order)
+        return collector.gathered(delays, faults, wall_s, timed_out, like=inputs)
 
     @abstractmethod
     def _gather(
-        self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds, order
-    ) -> Gathered: ...
+        self, f, inputs, collector: _Collector, deadline_s, delays, faults, seeds, order
+    ) -> tuple[float, bool]:
+        """Run the tasks, feeding ``collector``; return ``(wall seconds, timed_out)``."""
 
     def close(self) -> None:  # noqa: B027 - a hook: backends without resources have nothing to free
         """Free the backend's resources (idempotent)."""
@@ -341,14 +404,12 @@ class ThreadCluster(Cluster):
     name = "thread"
 
     def __init__(self, num_threads: int = 8, delays=None, faults=None, seed=0):
-        if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1:
-            raise ValueError(f"num_threads must be an integer >= 1, got {num_threads!r}")
+        num_threads = check_count(num_threads, "num_threads", 1, maximum=MAX_THREADS)
         super().__init__(delays, faults, seed)
-        self.num_threads = int(num_threads)
+        self.num_threads = num_threads
         self._pool = ThreadPoolExecutor(self.num_threads, thread_name_prefix="codedcomputing-worker")
 
-    def _gather(self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds, order):
-        collector = _Collector(num_workers, enough)
+    def _gather(self, f, inputs, collector, deadline_s, delays, faults, seeds, order):
         finished: queue.SimpleQueue = queue.SimpleQueue()
         start = time.perf_counter()
         futures = []
@@ -382,8 +443,7 @@ class ThreadCluster(Cluster):
         finally:
             for task in futures:
                 task.cancel()  # not started yet: never starts
-        wall = time.perf_counter() - start
-        return collector.gathered(num_workers, delays, faults, wall, timed_out)
+        return time.perf_counter() - start, timed_out
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -407,13 +467,13 @@ def _evaluate(f, inputs, workers: list[int]) -> dict:
         batch = f(_arraylib.take_rows(inputs, np.array(workers)))
         if hasattr(batch, "shape") and len(batch.shape) > 0 and batch.shape[0] == len(workers):
             return {n: _arraylib.take_rows(batch, np.array([i])) for i, n in enumerate(workers)}
-    except Exception:  # retried row by row below
+    except (Exception, SystemExit):  # retried row by row below
         pass
     outputs = {}
     for n in workers:
         try:
             outputs[n] = f(_arraylib.take_rows(inputs, np.array([n])))
-        except Exception as err:  # a failing f is a failed worker
+        except (Exception, SystemExit) as err:  # a failing f is a failed worker, as on a thread
             outputs[n] = err
     return outputs
 
@@ -432,16 +492,10 @@ class SimulatedCluster(Cluster):
 
     def __init__(self, delays=None, faults=None, seed=0, compute_s: float = 0.0):
         super().__init__(delays, faults, seed)
-        try:
-            value = float(compute_s)
-        except (TypeError, ValueError):
-            value = math.nan
-        if isinstance(compute_s, bool) or not (math.isfinite(value) and value >= 0):
-            raise ValueError(f"compute_s must be a finite number of seconds >= 0, got {compute_s!r}")
-        self.compute_s = value
+        self.compute_s = check_number(compute_s, "compute_s (seconds)", low=0.0)
 
-    def _gather(self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds, order):
-        collector = _Collector(num_workers, enough)  # no queue on a virtual clock: order unused
+    def _gather(self, f, inputs, collector, deadline_s, delays, faults, seeds, order):
+        # No queue on a virtual clock: the dispatch order is unused.
         arrival = self.compute_s + delays
         arriving = [n for n in np.argsort(arrival, kind="stable").tolist() if faults.get(n) != "hang"]
         order = [n for n in arriving if arrival[n] <= deadline_s]
@@ -450,7 +504,7 @@ class SimulatedCluster(Cluster):
             # The next chunk: arrivals up to where the predicate would hold if all were usable.
             hypothetical = list(collector.alive)
             end = position
-            while end < len(order) and not enough(hypothetical):
+            while end < len(order) and not collector.enough(hypothetical):
                 if faults.get(order[end]) != "raise":
                     hypothetical.append(order[end])
                 end += 1
@@ -476,7 +530,7 @@ class SimulatedCluster(Cluster):
         timed_out = not collector.done and len(order) < len(arriving)
         if timed_out:
             clock = deadline_s
-        return collector.gathered(num_workers, delays, faults, clock, timed_out)
+        return clock, timed_out
 
     def __repr__(self) -> str:
         return (

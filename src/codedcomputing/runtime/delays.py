@@ -16,11 +16,12 @@ cluster's ``seed`` fixes every delay.
 from __future__ import annotations
 
 import csv
-import math
 from abc import ABC, abstractmethod
 from pathlib import Path
 
 import numpy as np
+
+from .._validation import check_count, check_number, check_probability, check_rng
 
 __all__ = [
     "AdditiveExponential",
@@ -35,34 +36,14 @@ __all__ = [
 
 
 def _positive(value, name: str, *, allow_zero: bool = False) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
-    return value
-
-
-def _probability(value, name: str) -> float:
-    value = _positive(value, name, allow_zero=True)
-    if value > 1:
-        raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
-    return value
-
-
-def _num_workers(num_workers) -> int:
-    if isinstance(num_workers, bool) or not isinstance(num_workers, (int, np.integer)) or num_workers < 1:
-        raise ValueError(f"num_workers must be an integer >= 1, got {num_workers!r}")
-    return int(num_workers)
+    return check_number(value, name, low=0.0, low_open=not allow_zero)
 
 
 class DelayModel(ABC):
     """Per-worker delays for one call: ``sample(num_workers, rng) -> (num_workers,)`` seconds."""
 
     def sample(self, num_workers: int, rng: np.random.Generator) -> np.ndarray:
-        return self._sample(_num_workers(num_workers), rng)
+        return self._sample(check_count(num_workers, "num_workers", 1), check_rng(rng))
 
     def reset(self) -> None:  # noqa: B027 - a hook: models without memory have nothing to reset
         """Forget any state carried between calls (models without memory have none)."""
@@ -130,7 +111,7 @@ class Bimodal(DelayModel):
 
     def __init__(self, base: float = 0.01, p: float = 0.1, slowdown: float = 8.0, jitter: float = 0.1):
         self.base = _positive(base, "base")
-        self.p = _probability(p, "p")
+        self.p = check_probability(p, "p")
         self.slowdown = _positive(slowdown, "slowdown")
         self.jitter = _positive(jitter, "jitter", allow_zero=True)
 
@@ -161,8 +142,8 @@ class BurstyMarkov(DelayModel):
         jitter: float = 0.1,
     ):
         self.base = _positive(base, "base")
-        self.p_slow = _probability(p_slow, "p_slow")
-        self.p_recover = _probability(p_recover, "p_recover")
+        self.p_slow = check_probability(p_slow, "p_slow")
+        self.p_recover = check_probability(p_recover, "p_recover")
         if self.p_slow + self.p_recover == 0:
             raise ValueError("p_slow and p_recover cannot both be 0")
         self.slowdown = _positive(slowdown, "slowdown")

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..codes import Code
 from ..errors import InsufficientResultsError, MissingResultsError
-from .clusters import Cluster, Gathered, trace_rows
+from .clusters import Cluster, Gathered, check_output_shape, trace_rows
 
 __all__ = ["CodedExecutor", "Report", "Result"]
 
@@ -89,9 +89,13 @@ class CodedExecutor:
     ``code``: any :class:`~codedcomputing.codes.Code`; ``f``: a batch callable (numpy in and
     out, or torch in and out), run by each worker on its one coded input; ``cluster``: a
     :class:`~codedcomputing.runtime.Cluster`. The executor does not own the cluster.
+    ``output_shape``: the shape of ``f``'s output for one input (without the batch axis), if
+    known; results of another shape are then failures. Without it, the shape most arrived
+    results share is used (:meth:`Cluster.gather`): declare it when waiting for very few
+    results.
     """
 
-    def __init__(self, code: Code, f: Callable, cluster: Cluster):
+    def __init__(self, code: Code, f: Callable, cluster: Cluster, *, output_shape=None):
         if not isinstance(code, Code):
             raise ValueError(f"code must be a codedcomputing code (GCC, BACC, ...), got {code!r}")
         if not callable(f):
@@ -101,6 +105,7 @@ class CodedExecutor:
                 f"cluster must be a codedcomputing cluster (ThreadCluster, ...), got {cluster!r}"
             )
         self.code, self.f, self.cluster = code, f, cluster
+        self.output_shape = check_output_shape(output_shape)
 
     def _wait_for(self, wait_for):
         if wait_for is None:
@@ -135,7 +140,7 @@ class CodedExecutor:
         return self._finish(coded, time.perf_counter() - start, wait_for, deadline)
 
     def _finish(self, coded, encode_s: float, wait_for, deadline) -> Result:
-        gathered = self.cluster.gather(self.f, coded, wait_for, deadline)
+        gathered = self.cluster.gather(self.f, coded, wait_for, deadline, output_shape=self.output_shape)
         start = time.perf_counter()
         try:
             if gathered.results is None:
@@ -160,7 +165,9 @@ class CodedExecutor:
 
         Yields one :class:`Result` per batch, in order. The encode of batch ``i + 1`` runs
         on a helper thread during batch ``i``'s wait, so the master's encode time leaves
-        the critical path; ``report.encode_s`` still records it.
+        the critical path; ``report.encode_s`` still records it. If ``batches`` raises, or
+        a batch fails to encode, every batch before it is still yielded, then the error is
+        raised.
         """
         wait_for = self._wait_for(wait_for)  # checked now, not at the first next()
         return self._stream(iter(batches), wait_for, deadline)
@@ -178,12 +185,18 @@ class CodedExecutor:
                 return
             while upcoming is not None:
                 coded, encode_s = upcoming.result()
+                error = None
                 try:
                     upcoming = encoder.submit(encode, next(iterator))
                 except StopIteration:
                     upcoming = None
+                except Exception as err:  # the batches' own error: raised once this batch is out
+                    upcoming, error = None, err
                 yield self._finish(coded, encode_s, wait_for, deadline)
+                if error is not None:
+                    raise error
 
     def __repr__(self) -> str:
         f_name = getattr(self.f, "__name__", type(self.f).__name__)
-        return f"CodedExecutor({self.code!r}, {f_name}, {self.cluster!r})"
+        shape = "" if self.output_shape is None else f", output_shape={self.output_shape}"
+        return f"CodedExecutor({self.code!r}, {f_name}, {self.cluster!r}{shape})"

@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from .. import _arraylib
-from .delays import _num_workers, _probability
+from .._validation import check_count, check_probability, check_rng
 
 __all__ = ["KINDS", "FaultModel", "Fixed", "Independent", "InjectedFault", "corrupt"]
 
@@ -42,7 +42,7 @@ class FaultModel(ABC):
     """One call's faults: ``sample(num_workers, rng) -> {worker: kind}``."""
 
     def sample(self, num_workers: int, rng: np.random.Generator) -> dict[int, str]:
-        return self._sample(_num_workers(num_workers), rng)
+        return self._sample(check_count(num_workers, "num_workers", 1), check_rng(rng))
 
     @abstractmethod
     def _sample(self, num_workers: int, rng: np.random.Generator) -> dict[int, str]: ...
@@ -58,7 +58,7 @@ class Independent(FaultModel):
     def __init__(self, rates: dict[str, float]):
         if not isinstance(rates, dict) or not rates:
             raise ValueError(f"rates must be a non-empty dict {{kind: probability}}, got {rates!r}")
-        self.rates = {_kind(kind): _probability(p, f"rates[{kind!r}]") for kind, p in rates.items()}
+        self.rates = {_kind(kind): check_probability(p, f"rates[{kind!r}]") for kind, p in rates.items()}
         if sum(self.rates.values()) > 1 + 1e-12:
             raise ValueError(f"rates must sum to at most 1, got {sum(self.rates.values()):g}")
 

@@ -30,7 +30,7 @@ import time
 import numpy as np
 
 from .. import _arraylib
-from .clusters import Cluster, _collect, _Collector, run_task
+from .clusters import Cluster, _collect, run_task
 
 __all__ = ["RayCluster"]
 
@@ -267,13 +267,12 @@ class RayCluster(Cluster):
         call = next(self._calls)
         return call, self._board.open.remote(call)
 
-    def _gather(self, f, inputs, num_workers, enough, deadline_s, delays, faults, seeds, order):
+    def _gather(self, f, inputs, collector, deadline_s, delays, faults, seeds, order):
         ray = _ray()
         task = _task()
         f_ref = self.share(f)
         if _arraylib.is_torch(inputs):
             inputs = inputs.detach().cpu()
-        collector = _Collector(num_workers, enough)
         skipping = self._f_seconds.get(id(f), math.nan) >= self.skip_min_s  # NaN: f not timed yet
         hanging = "hang" in faults.values()
         call, gate = self._open_gate() if skipping or hanging else (None, None)
@@ -304,12 +303,10 @@ class RayCluster(Cluster):
         finally:
             if gate is not None:  # the call is over: unstarted tasks skip f, hangs end
                 self._board.close.remote(call)
-        wall = time.perf_counter() - start
-        gathered = collector.gathered(num_workers, delays, faults, wall, timed_out)
-        seconds = gathered.compute_s[np.isfinite(gathered.compute_s)]
+        seconds = collector.compute_s[np.isfinite(collector.compute_s)]
         if seconds.size:
             self._f_seconds[id(f)] = float(np.median(seconds))
-        return gathered
+        return time.perf_counter() - start, timed_out
 
     def close(self) -> None:
         self._shared.clear()

@@ -1,0 +1,91 @@
+"""Argument checks for the public API: each returns the value in canonical form or raises a
+``ValueError`` whose message names the parameter. No other module of the package is imported.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = ["MAX_COUNT", "check_count", "check_number", "check_probability", "check_real_array", "check_rng"]
+
+# Sizes (inputs, workers, replicas, ...) above this are refused before anything is allocated:
+# far beyond any cluster, and the points alone would take 80 MB.
+MAX_COUNT = 10**7
+
+
+def check_count(value, name: str, minimum: int = 0, maximum: int = MAX_COUNT) -> int:
+    """``value`` as an int in ``[minimum, maximum]``; bools and floats (even 3.0) are refused."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if value > maximum:
+        raise ValueError(f"{name} must be at most {maximum:,}, got {value}")
+    return int(value)
+
+
+def check_number(
+    value,
+    name: str,
+    *,
+    low: float = -math.inf,
+    high: float = math.inf,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """``value`` (a real number, not a bool or a string) as a finite float within the bounds."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    try:
+        number = float(value)
+    except OverflowError:  # a huge int
+        number = math.inf if value > 0 else -math.inf
+    below = number <= low if low_open else number < low
+    above = number >= high if high_open else number > high
+    if not math.isfinite(number) or below or above:
+        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        raise ValueError(f"{name} must be a finite number in {interval}, got {value!r}")
+    return number
+
+
+def check_probability(value, name: str, *, allow_one: bool = True) -> float:
+    """``value`` as a probability in ``[0, 1]`` (``[0, 1)`` unless ``allow_one``)."""
+    return check_number(value, name, low=0.0, high=1.0, high_open=not allow_one)
+
+
+def check_rng(rng, name: str = "rng") -> np.random.Generator:
+    """A ``numpy.random.Generator`` from a seed (an integer >= 0 or a sequence of them), a
+    ``SeedSequence``, a bit generator or a ``Generator`` (returned as is).
+
+    ``None`` (fresh entropy) is refused: every draw in this package is reproducible.
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)):
+        return np.random.default_rng(rng)
+    seeds = rng if isinstance(rng, (list, tuple, np.ndarray)) else [rng]
+    valid = len(seeds) > 0 and all(
+        isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_)) and s >= 0 for s in seeds
+    )
+    if not valid or (isinstance(rng, np.ndarray) and rng.ndim != 1):
+        raise ValueError(
+            f"{name} must be a seed (an integer >= 0, or a sequence of them) or a "
+            f"numpy.random.Generator, got {rng!r}"
+        )
+    return np.random.default_rng(rng)
+
+
+def check_real_array(values, name: str) -> np.ndarray:
+    """``values`` as a float64 array; refuses complex, non-numeric and ragged input."""
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as err:  # ragged nesting
+        raise ValueError(f"{name} must be an array of real numbers: {err}") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise ValueError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    if np.iscomplexobj(arr):
+        raise ValueError(f"{name} must hold real numbers, got complex dtype {arr.dtype}")
+    return arr.astype(np.float64, copy=False)
