@@ -9,7 +9,15 @@ import numbers
 
 import numpy as np
 
-__all__ = ["MAX_COUNT", "check_count", "check_number", "check_probability", "check_real_array", "check_rng"]
+__all__ = [
+    "MAX_COUNT",
+    "check_count",
+    "check_flag",
+    "check_number",
+    "check_probability",
+    "check_real_array",
+    "check_rng",
+]
 
 # Sizes (inputs, workers, replicas, ...) above this are refused before anything is allocated:
 # far beyond any cluster, and the points alone would take 80 MB.
@@ -51,6 +59,13 @@ def check_number(
     return number
 
 
+def check_flag(value, name: str) -> bool:
+    """``value`` (a bool or numpy bool) as a bool; strings, None and numbers are refused."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_probability(value, name: str, *, allow_one: bool = True) -> float:
     """``value`` as a probability in ``[0, 1]`` (``[0, 1)`` unless ``allow_one``)."""
     return check_number(value, name, low=0.0, high=1.0, high_open=not allow_one)
@@ -84,7 +99,7 @@ def check_real_array(values, name: str) -> np.ndarray:
         arr = np.asarray(values)
     except (TypeError, ValueError) as err:  # ragged nesting
         raise ValueError(f"{name} must be an array of real numbers: {err}") from None
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+    if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
         raise ValueError(f"{name} must hold real numbers, got dtype {arr.dtype}")
     if np.iscomplexobj(arr):
         raise ValueError(f"{name} must hold real numbers, got complex dtype {arr.dtype}")

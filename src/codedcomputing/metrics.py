@@ -55,6 +55,8 @@ def accuracy(est, labels) -> float:
     e = _as_array(est, "est")
     e = e.reshape(e.shape[0], -1)
     y = _as_array(labels, "labels").ravel()
+    if np.iscomplexobj(y) or not np.all(np.isfinite(y) & (y == np.round(y))):
+        raise ValueError("labels must be integer class labels (finite, integer-valued)")
     if y.shape[0] != e.shape[0]:
         raise ValueError(f"labels must have one entry per row of est ({e.shape[0]}), got {y.shape[0]}")
     return float(np.mean(_argmax_rows(e, "est") == y))

@@ -279,7 +279,9 @@ def smoothing_matrix(knots, lam: float, points, *, tol: float = 0.0, derivative:
     t, order, lam = _sorted_problem(knots, lam)
     z = _check_points(points)
     tol = check_nonnegative(tol, "tol", upper=1.0)
-    if isinstance(derivative, bool) or derivative not in (0, 2):
+    if isinstance(derivative, (bool, np.bool_)) or not isinstance(derivative, (int, np.integer)) or (
+        derivative not in (0, 2)
+    ):
         raise ValueError(f"derivative must be 0 or 2, got {derivative!r}")
     l = t.size * lam
     if z.size == 0:

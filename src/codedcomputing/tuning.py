@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _arraylib, metrics
-from ._validation import check_rng
+from ._validation import check_real_array, check_rng
 from .codes import GCC
 from .codes.base import MAX_LAMBDA, check_count
 from .spline import check_knots, check_nonnegative, fit, smoothing_matrix
@@ -71,10 +71,7 @@ def lambda_grid(num_knots: int, num: int = 12, low: float = 1e-6, high: float = 
 
 def _check_grid(grid, name: str) -> np.ndarray:
     """``grid`` as a fresh 1-D float64 array of finite lambdas in ``[0, MAX_LAMBDA]``."""
-    try:
-        arr = np.array(grid, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a 1-D array of numbers: {err}") from None
+    arr = np.array(check_real_array(grid, name))  # a copy: it is made read-only below
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D array, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -94,10 +91,7 @@ def _gcv_problem(knots, values) -> tuple[np.ndarray, np.ndarray]:
             f"knots needs at least 3 points for cross-validation, got {t.size} "
             "(through 2 points every lambda gives the same line)"
         )
-    try:
-        y = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"values must be an array of real numbers: {err}") from None
+    y = check_real_array(values, "values")
     if y.ndim == 0 or y.shape[0] != t.size:
         raise ValueError(
             f"values must have leading dimension {t.size} (one row per knot), got shape {y.shape}"
@@ -142,8 +136,10 @@ def gcv_score(knots, values, lam: float) -> float:
     there: this returns ``inf``.
     """
     t, y = _gcv_problem(knots, values)
-    lam = _check_grid([lam], "lam")[0]
-    return _gcv(t, y, float(lam))
+    lam = check_nonnegative(lam, "lam")
+    if lam > MAX_LAMBDA:
+        raise ValueError(f"lam must be at most {MAX_LAMBDA:g}, got {lam:g}")
+    return _gcv(t, y, lam)
 
 
 def gcv_lambda(knots, values, grid=None) -> float:

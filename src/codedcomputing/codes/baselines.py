@@ -43,8 +43,8 @@ class _Assignment(Code):
         listing the missing inputs, unless ``fill`` is given (NaN, say): then its row is
         ``fill``.
         """
-        if fill is not None and (isinstance(fill, (bool, np.bool_)) or not isinstance(fill, numbers.Real)):
-            raise ValueError(f"fill must be None or a real number (NaN, say), got {fill!r}")
+        if fill is not None:
+            fill = _check_fill(fill)
         Y, alive = self._usable_results(Y, alive)
         self._require(alive, self.min_results)
         missing = self.missing_inputs(alive)
@@ -74,6 +74,16 @@ class _Assignment(Code):
 
     def _decode(self, Y, alive):
         return self._gather(Y, alive, None)
+
+
+def _check_fill(fill) -> float:
+    """``fill`` as a float (NaN and inf allowed): the value of rows with no result."""
+    if not isinstance(fill, (bool, np.bool_)) and isinstance(fill, numbers.Real):
+        try:
+            return float(fill)
+        except OverflowError:  # an int too large for a float
+            pass
+    raise ValueError(f"fill must be None or a real number that fits a float (NaN, say), got {fill!r}")
 
 
 class Uncoded(_Assignment):

@@ -8,6 +8,7 @@ import numpy as np
 from scipy.interpolate import BarycentricInterpolator
 
 from .. import _arraylib
+from .._validation import check_flag
 from .base import Code, check_count, read_only, resolve_points
 
 __all__ = ["LCC", "lagrange_matrix"]
@@ -88,6 +89,7 @@ class LCC(Code):
 
     def decode(self, Y, alive, *, best_effort: bool = False):
         """Decode; below ``recovery_threshold`` results raise unless ``best_effort``."""
+        best_effort = check_flag(best_effort, "best_effort")
         Y, alive = self._usable_results(Y, alive)
         if alive.size < self.recovery_threshold:
             if not best_effort or alive.size == 0:

@@ -9,12 +9,14 @@ the demo) is built on it. Backends: :class:`ThreadCluster` (in-process threads, 
 embedded default), :class:`~codedcomputing.runtime.RayCluster` and
 :class:`SimulatedCluster` (a virtual clock).
 
-A result is *usable* when the task returned without raising, and the output is finite
-and shaped like the first usable one. Anything else (an exception, a crash, NaN, a
-mis-shaped array) makes the worker a straggler recorded in :attr:`Gathered.failed`,
-never an error of the caller. Injected delays (:mod:`~codedcomputing.runtime.delays`) are
-added to each worker's real time on the master's side; injected faults
-(:mod:`~codedcomputing.runtime.faults`) replace what the worker does.
+A result is *usable* when the task returned without raising, and the output is an array
+of finite numbers (a tensor, or anything numpy reads as numbers) with one row, shaped like
+the most of the arrived results (or like the shape the caller declared). Anything else (an
+exception, ``SystemExit``, a crash, NaN, None, strings, a minority shape) makes the worker
+a straggler recorded in :attr:`Gathered.failed`, never an error of the caller. Injected
+delays (:mod:`~codedcomputing.runtime.delays`) are added to each worker's real time on the
+master's side; injected faults (:mod:`~codedcomputing.runtime.faults`) replace what the
+worker does.
 """
 
 from __future__ import annotations
@@ -120,10 +122,12 @@ def check_deadline(deadline) -> float:
     if deadline is None:
         return math.inf
     if not isinstance(deadline, (bool, np.bool_)) and isinstance(deadline, numbers.Real):
-        value = math.inf if deadline > 1e300 else float(deadline)  # a huge int does not fit a float
-        if value > 0:  # also rejects NaN
-            return value
-    raise ValueError(f"deadline must be a number of seconds > 0 or None, got {deadline!r}")
+        try:
+            if float(deadline) > 0:  # also rejects NaN; inf is no deadline, as None
+                return float(deadline)
+        except OverflowError:  # an int too large for a float
+            pass
+    raise ValueError(f"deadline must be a number of seconds > 0 (or inf), or None, got {deadline!r}")
 
 
 def check_output_shape(output_shape) -> tuple[int, ...] | None:
@@ -145,8 +149,9 @@ def check_output_shape(output_shape) -> tuple[int, ...] | None:
 
 
 def _num_rows(inputs) -> int:
-    if not hasattr(inputs, "shape") or len(inputs.shape) == 0:
-        raise ValueError("inputs must be an array or tensor with one row per worker")
+    if not hasattr(inputs, "shape") or len(inputs.shape) == 0 or inputs.shape[0] == 0:
+        shape = tuple(inputs.shape) if hasattr(inputs, "shape") else type(inputs).__name__
+        raise ValueError(f"inputs must be an array or tensor with one row per worker, got {shape}")
     return int(inputs.shape[0])
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._validation import check_count, check_number, check_probability, check_rng
+from .._validation import check_count, check_flag, check_number, check_probability, check_rng
 
 __all__ = [
     "AdditiveExponential",
@@ -201,7 +201,7 @@ class Trace(DelayModel):
             raise ValueError("latencies must be finite and >= 0")
         arr.flags.writeable = False
         self.latencies = arr
-        self.shuffle = bool(shuffle)
+        self.shuffle = check_flag(shuffle, "shuffle")
         self._call = 0
 
     @classmethod

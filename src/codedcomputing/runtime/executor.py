@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -11,7 +12,7 @@ import numpy as np
 
 from ..codes import Code
 from ..errors import InsufficientResultsError, MissingResultsError
-from .clusters import Cluster, Gathered, check_output_shape, trace_rows
+from .clusters import Cluster, Gathered, check_deadline, check_output_shape, trace_rows
 
 __all__ = ["CodedExecutor", "Report", "Result"]
 
@@ -135,6 +136,7 @@ class CodedExecutor:
         ``error.results``.
         """
         wait_for = self._wait_for(wait_for)
+        check_deadline(deadline)  # before the encode, not after it
         start = time.perf_counter()
         coded = self.code.encode(X)
         return self._finish(coded, time.perf_counter() - start, wait_for, deadline)
@@ -170,12 +172,23 @@ class CodedExecutor:
         raised.
         """
         wait_for = self._wait_for(wait_for)  # checked now, not at the first next()
-        return self._stream(iter(batches), wait_for, deadline)
+        check_deadline(deadline)
+        try:
+            iterator = iter(batches)
+        except TypeError:
+            raise ValueError(f"batches must be an iterable of input batches, got {batches!r}") from None
+        return self._stream(iterator, wait_for, deadline)
 
     def _stream(self, iterator: Iterator, wait_for, deadline) -> Iterator[Result]:
+        count = itertools.count()
+
         def encode(X):
+            index = next(count)
             start = time.perf_counter()
-            coded = self.code.encode(X)
+            try:
+                coded = self.code.encode(X)
+            except ValueError as err:
+                raise ValueError(f"batches[{index}]: {err}") from None
             return coded, time.perf_counter() - start
 
         with ThreadPoolExecutor(1, thread_name_prefix="codedcomputing-encode") as encoder:

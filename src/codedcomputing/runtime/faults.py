@@ -32,9 +32,9 @@ class InjectedFault(RuntimeError):
     """Raised by a worker that a fault model told to fail."""
 
 
-def _kind(kind) -> str:
-    if kind not in KINDS:
-        raise ValueError(f"fault kind must be one of {', '.join(KINDS)}; got {kind!r}")
+def _kind(kind, name: str) -> str:
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise ValueError(f"{name}: a fault kind must be one of {', '.join(KINDS)}; got {kind!r}")
     return kind
 
 
@@ -58,7 +58,9 @@ class Independent(FaultModel):
     def __init__(self, rates: dict[str, float]):
         if not isinstance(rates, dict) or not rates:
             raise ValueError(f"rates must be a non-empty dict {{kind: probability}}, got {rates!r}")
-        self.rates = {_kind(kind): check_probability(p, f"rates[{kind!r}]") for kind, p in rates.items()}
+        self.rates = {
+            _kind(kind, "rates"): check_probability(p, f"rates[{kind!r}]") for kind, p in rates.items()
+        }
         if sum(self.rates.values()) > 1 + 1e-12:
             raise ValueError(f"rates must sum to at most 1, got {sum(self.rates.values()):g}")
 
@@ -86,7 +88,7 @@ class Fixed(FaultModel):
         for worker, kind in faults.items():
             if isinstance(worker, bool) or not isinstance(worker, (int, np.integer)) or worker < 0:
                 raise ValueError(f"faults: worker indices must be integers >= 0, got {worker!r}")
-            checked[int(worker)] = _kind(kind)
+            checked[int(worker)] = _kind(kind, f"faults[{worker}]")
         self.faults = checked
 
     def _sample(self, num_workers, rng):
