@@ -1,5 +1,5 @@
 """The truncated sparse spline maps behind GCC's encoder and decoder (``smoothing_matrix(...,
-tol > 0)`` and ``codes.gcc.SmoothingMap``)."""
+tol > 0)`` and ``spline.SmoothingMap``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import scipy.sparse
 import torch
 
 import codedcomputing as cc
-from codedcomputing.codes.gcc import TRUNCATION, SmoothingMap
 from codedcomputing.spline import fit, smoothing_matrix
+from codedcomputing.spline.maps import TRUNCATION, SmoothingMap
 
 
 def chebyshev_subset(rng, n, extra):

@@ -18,6 +18,7 @@ from scipy.interpolate import make_smoothing_spline
 
 import codedcomputing as cc
 from codedcomputing import tuning
+from codedcomputing.spline import gcv
 
 
 def smooth(x):
@@ -165,8 +166,8 @@ def test_gcv_sparse_path_matches_dense(monkeypatch):
     y = smooth(x) + 0.2 * rng.normal(size=n)
     lams = tuning.lambda_grid(n, num=6)[1:]
     dense = [tuning.gcv_score(x, y, lam) for lam in lams]
-    monkeypatch.setattr(tuning, "DENSE_GCV_LIMIT", 10)
-    monkeypatch.setattr(tuning, "DIAGONAL_ENTRIES", 64 * n)  # blocks of 64 rows: two blocks
+    monkeypatch.setattr(gcv, "DENSE_GCV_LIMIT", 10)
+    monkeypatch.setattr(gcv, "DIAGONAL_ENTRIES", 64 * n)  # blocks of 64 rows: two blocks
     sparse = [tuning.gcv_score(x, y, lam) for lam in lams]
     np.testing.assert_allclose(sparse, dense, rtol=1e-9)
 

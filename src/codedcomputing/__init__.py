@@ -7,9 +7,8 @@ alive = cc.stragglers.random(50, 5, rng=0)
 est = code.decode(f(coded[alive]), alive)   # (10, ...) estimates of f(x_k)
 """
 
-__version__ = "0.1.0"
-
 from . import datasets, errors, metrics, models, points, spline, stragglers, tuning
+from ._version import __version__
 from .codes import BACC, CODES, GCC, LCC, Code, Replication, Uncoded
 from .errors import InsufficientResultsError, MissingResultsError, NonFiniteResultWarning
 from .runtime import (

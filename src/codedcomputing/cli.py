@@ -11,7 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__, metrics, stragglers
+from . import metrics, stragglers
+from ._version import __version__
 from .codes import BACC, CODES, GCC, LCC, Replication, Uncoded
 
 app = typer.Typer(

@@ -1,187 +1,26 @@
-"""Choosing the smoothing parameters: grids, generalised cross-validation and GCC tuning.
+"""Tuning GCC: :func:`tune` picks ``(lambda_enc, lambda_dec)`` by grid search on a
+calibration batch, against the true outputs ``f(X)``.
 
-Scale of lambda. With the *mean* convention of :mod:`codedcomputing.spline`
-(``(1/n) sum_i ||u(t_i) - y_i||^2 + lambda * int ||u''||^2``) and ``n`` knots spread over
-``[-1, 1]`` (spacing ``h = 2 / (n - 1)``), the smoother acts like a kernel whose bandwidth
-``b`` satisfies ``b^4 ~ 2 * lambda`` (Silverman's equivalent kernel for design density
-``1/2``). Measured in knot spacings, ``(b / h)^4 ~ 2 * lambda / h^4``: a wiggle on the
-scale of the knot spacing costs ``~ lambda / h^4`` in the penalty against ``~ 1`` in the
-data term. So the dimensionless parameter is ``c = lambda / h^4``: ``c << 1`` interpolates
-(``lambda = 0`` exactly), ``c ~ 1`` averages over a few neighbouring knots, and ``c >> 1``
-over many. :func:`lambda_grid` is log-spaced in ``c``, so one grid serves every ``n``; for
-``n ~ 100`` its smallest positive entry is ``~ 1e-13``.
-
-:func:`gcv_lambda` picks ``lambda`` for one spline fit by generalised cross-validation (no
-ground truth needed). :func:`tune` picks GCC's ``(lambda_enc, lambda_dec)`` by grid search
-on a calibration batch, against the true outputs ``f(X)``.
+The grids and generalised cross-validation live in :mod:`codedcomputing.spline`
+(:func:`~codedcomputing.spline.lambda_grid`, :func:`~codedcomputing.spline.gcv_lambda`,
+:func:`~codedcomputing.spline.gcv_score`); they are importable from here too.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import _arraylib, metrics
-from ._validation import check_real_array, check_rng
+from ._validation import check_rng
 from .codes import GCC
-from .codes.base import MAX_LAMBDA, check_count
-from .spline import check_knots, check_nonnegative, fit, smoothing_matrix
+from .codes.base import check_count
+from .spline import check_grid, gcv_lambda, gcv_score, lambda_grid
 
 __all__ = ["TuningResult", "gcv_lambda", "gcv_score", "lambda_grid", "tune"]
-
-# Above this many knots GCV takes the influence matrix's diagonal from the sparse, truncated
-# map instead of the dense one, built a block of rows at a time: at most DIAGONAL_ENTRIES
-# rows x knots per block, which bounds the memory (~50 bytes an entry) even when heavy
-# smoothing makes the map dense.
-DENSE_GCV_LIMIT = 400
-SPARSE_TOL = 1e-14
-DIAGONAL_ENTRIES = 2**22
-
-
-def lambda_grid(num_knots: int, num: int = 12, low: float = 1e-6, high: float = 1e4) -> np.ndarray:
-    """Smoothing parameters ``[0, c_1 h^4, ..., c_num h^4]`` for a spline with ``num_knots`` knots.
-
-    ``h = 2 / (num_knots - 1)`` is the mean knot spacing on ``[-1, 1]`` and ``c`` runs over
-    ``num`` log-spaced values in ``[low, high]``. ``c = lambda / h^4`` is the dimensionless
-    smoothing strength (module docstring): roughly the fourth power of the equivalent
-    kernel's bandwidth in knot spacings (``(b / h)^4 ~ 2 c``). With the defaults the grid
-    runs from interpolation (``0``, and ``c = 1e-6``: bandwidth ~0.04 spacings) to heavy
-    smoothing (``c = 1e4``: ~14 spacings), whatever ``num_knots``. The absolute lambdas
-    shrink like ``h^4`` (for 99 knots the smallest positive one is ``~ 1.7e-13``), which is
-    why a fixed, unscaled grid would be far too coarse for many knots.
-
-    For knots spanning ``[a, b]`` rather than ``[-1, 1]``, multiply by ``((b - a) / 2)^3``
-    (the penalty's scaling), as :func:`gcv_lambda` does for its default grid.
-    """
-    num_knots = check_count(num_knots, "num_knots", 2)
-    num = check_count(num, "num", 1)
-    low, high = check_nonnegative(low, "low"), check_nonnegative(high, "high")
-    if not (np.isfinite(low) and low > 0):
-        raise ValueError(f"low must be a finite number > 0, got {low!r}")
-    if not (np.isfinite(high) and high >= low):
-        raise ValueError(f"high must be a finite number >= low = {low:g}, got {high!r}")
-    h = 2.0 / (num_knots - 1)
-    return np.concatenate([[0.0], np.geomspace(low, high, num) * h**4])
-
-
-def _check_grid(grid, name: str) -> np.ndarray:
-    """``grid`` as a fresh 1-D float64 array of finite lambdas in ``[0, MAX_LAMBDA]``."""
-    arr = np.array(check_real_array(grid, name))  # a copy: it is made read-only below
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D array, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or inf")
-    if np.any(arr < 0) or np.any(arr > MAX_LAMBDA):
-        raise ValueError(
-            f"{name} entries must lie in [0, {MAX_LAMBDA:g}], got min {arr.min():g}, max {arr.max():g}"
-        )
-    arr.flags.writeable = False
-    return arr
-
-
-def _gcv_problem(knots, values) -> tuple[np.ndarray, np.ndarray]:
-    t = check_knots(knots)
-    if t.size < 3:
-        raise ValueError(
-            f"knots needs at least 3 points for cross-validation, got {t.size} "
-            "(through 2 points every lambda gives the same line)"
-        )
-    y = check_real_array(values, "values")
-    if y.ndim == 0 or y.shape[0] != t.size:
-        raise ValueError(
-            f"values must have leading dimension {t.size} (one row per knot), got shape {y.shape}"
-        )
-    if not np.all(np.isfinite(y)):
-        raise ValueError("values contains NaN or inf")
-    return t, y.reshape(t.size, -1)
-
-
-def _influence_diagonal(t: np.ndarray, lam: float) -> np.ndarray:
-    """The diagonal of the influence matrix ``S`` (``S y`` = the fit at the knots ``t``)."""
-    n = t.size
-    if n <= DENSE_GCV_LIMIT:
-        return np.diag(smoothing_matrix(t, lam, t))
-    chunk = max(64, DIAGONAL_ENTRIES // n)
-    blocks = []
-    for a in range(0, n, chunk):
-        rows = smoothing_matrix(t, lam, t[a : a + chunk], tol=SPARSE_TOL)
-        blocks.append(rows[:, a : a + chunk].diagonal())
-    return np.concatenate(blocks)
-
-
-def _gcv(t: np.ndarray, y: np.ndarray, lam: float) -> float:
-    """V(lam) for checked knots and ``(n, d)`` values; ``inf`` where ``tr(I - S) = 0``."""
-    n = t.size
-    if lam == 0.0:
-        return math.inf  # interpolation: zero residual over zero degrees of freedom
-    diagonal = _influence_diagonal(t, lam)
-    free = float(np.sum(1.0 - diagonal)) / n  # (1/n) tr(I - S)
-    if not free > 0.0:
-        return math.inf
-    residual = y - fit(t, y, lam)(t)
-    return float(np.sum(residual**2)) / n / free**2
-
-
-def gcv_score(knots, values, lam: float) -> float:
-    """The GCV criterion ``V(lam) = (1/n) ||(I - S) y||_F^2 / ((1/n) tr(I - S))^2``.
-
-    ``S`` is the influence matrix of the smoothing spline (``S y`` = the fit at the
-    knots), ``y = values`` of shape ``(n, ...)``, its columns summed in the norm (one
-    shared lambda). ``lam = 0`` interpolates, so ``tr(I - S) = 0`` and ``V`` is undefined
-    there: this returns ``inf``.
-    """
-    t, y = _gcv_problem(knots, values)
-    lam = check_nonnegative(lam, "lam")
-    if lam > MAX_LAMBDA:
-        raise ValueError(f"lam must be at most {MAX_LAMBDA:g}, got {lam:g}")
-    return _gcv(t, y, lam)
-
-
-def gcv_lambda(knots, values, grid=None) -> float:
-    """The ``lambda`` in ``grid`` minimising generalised cross-validation (:func:`gcv_score`).
-
-    Fits the natural cubic smoothing spline of :mod:`codedcomputing.spline` (mean
-    convention) through ``values`` (shape ``(n, ...)``, ``n >= 3``) at distinct ``knots``
-    (any order). ``grid`` defaults to ``lambda_grid(n)`` rescaled to the knots' span
-    (times ``((max - min) / 2)^3``), i.e. the same dimensionless grid as for knots on
-    ``[-1, 1]``. ``lambda = 0`` (interpolation) has no GCV score and is never chosen; ties
-    go to the earliest grid entry. The influence matrix's trace comes from its diagonal,
-    dense for ``n <= 400`` and sparse (truncated at ``1e-14``) above, built a block of rows
-    at a time: time ``O(n d)`` per lambda plus ``O(n w)`` for a map ``w`` knots wide, which
-    is linear in ``n`` for light smoothing but quadratic once the bandwidth is a fixed
-    fraction of the span (``n = 2000``: ~0.05 s for ``c <= 1e-2``, ~1.3 s for ``c >= 1e4``;
-    ``n = 8000``: ~0.2 s and ~6-20 s).
-
-    GCV estimates the prediction error without knowing the noise level; for noise-free
-    data it tends to the smallest positive lambda offered. Where knots cluster (Chebyshev
-    points) its curve can have a second, deeper minimum at tiny lambda, which a grid
-    search finds and scipy's bounded continuous search may not. The default grid stops at
-    ``c = 1e4`` (a bandwidth of ~14 knot spacings); many knots on smooth, noisy data can
-    call for more (``n = 2000``: scipy picks ``c ~ 1e6``), so a minimum at the grid's
-    largest lambda warns (``RuntimeWarning``): pass a wider grid then.
-    """
-    t, y = _gcv_problem(knots, values)
-    if grid is None:
-        half_width = (t.max() - t.min()) / 2.0
-        grid = lambda_grid(t.size) * half_width**3
-    grid = _check_grid(grid, "grid")
-    if not np.any(grid > 0):
-        raise ValueError("grid must contain a positive lambda (lambda = 0 has no GCV score)")
-    scores = np.array([_gcv(t, y, float(lam)) for lam in grid])
-    best = int(np.argmin(scores))
-    if grid[best] == grid.max() and np.sum(grid > 0) > 1:
-        warnings.warn(
-            f"gcv_lambda: the GCV minimum is at the grid's largest lambda ({grid[best]:g}); the optimum "
-            "may lie beyond it: pass a grid reaching further (e.g. lambda_grid(n, high=1e8))",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-    return float(grid[best])
 
 
 @dataclass(frozen=True, eq=False)
@@ -309,8 +148,8 @@ def tune(
         lambdas_enc = lambda_grid(num_inputs, num=8) if num_inputs > 2 else [0.0]
     if lambdas_dec is None:
         lambdas_dec = lambda_grid(num_workers, num=8)
-    lambdas_enc = _check_grid(lambdas_enc, "lambdas_enc")
-    lambdas_dec = _check_grid(lambdas_dec, "lambdas_dec")
+    lambdas_enc = check_grid(lambdas_enc, "lambdas_enc")
+    lambdas_dec = check_grid(lambdas_dec, "lambdas_dec")
     # Build every code up front: this validates points and the lambdas' sizes before f runs.
     encoders = [GCC(num_inputs, num_workers, lam, 0.0, points=points) for lam in lambdas_enc]
     decoders = [GCC(num_inputs, num_workers, 0.0, lam, points=points) for lam in lambdas_dec]

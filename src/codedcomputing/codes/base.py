@@ -13,22 +13,8 @@ from .. import _arraylib
 from .._validation import check_count, check_real_array
 from ..errors import InsufficientResultsError, NonFiniteResultWarning
 from ..points import make_points
-from ..spline import check_nonnegative
 
 __all__ = ["Code", "check_count"]
-
-
-MAX_LAMBDA = 1e100
-
-
-def check_lambda(value, name: str) -> float:
-    lam = check_nonnegative(value, name)
-    if lam > MAX_LAMBDA:
-        raise ValueError(
-            f"{name} must be at most {MAX_LAMBDA:g} (far beyond that the spline is already the "
-            f"least-squares line), got {value!r}"
-        )
-    return lam
 
 
 def resolve_points(points: str, alpha, beta, num_inputs: int, num_workers: int):

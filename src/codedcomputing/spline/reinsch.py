@@ -34,9 +34,9 @@ import numpy as np
 from scipy.linalg.lapack import dgbtrf, dgbtrs, dpttrf, dpttrs
 from scipy.sparse import csr_array
 
-from ._validation import check_number, check_real_array
+from .._validation import check_number, check_real_array
 
-__all__ = ["NaturalSpline", "check_knots", "fit", "smoothing_matrix"]
+__all__ = ["NaturalSpline", "check_knots", "evaluation_matrix", "fit", "smoothing_matrix"]
 
 
 def check_knots(knots, name: str = "knots") -> np.ndarray:
@@ -219,11 +219,6 @@ class NaturalSpline:
         return out.reshape(z.shape + self.values.shape[1:])
 
 
-def check_nonnegative(value, name: str, upper: float = np.inf) -> float:
-    """``value`` as a float in ``[0, upper)``; ``ValueError`` naming ``name`` otherwise."""
-    return check_number(value, name, low=0.0, high=upper, high_open=True)
-
-
 def _check_points(points) -> np.ndarray:
     z = check_real_array(points, "points").ravel()
     if not np.all(np.isfinite(z)):
@@ -233,7 +228,7 @@ def _check_points(points) -> np.ndarray:
 
 def _sorted_problem(knots, lam):
     t = check_knots(knots)
-    lam = check_nonnegative(lam, "lam")
+    lam = check_number(lam, "lam", low=0.0)
     if not np.isfinite(t.size * lam):
         raise ValueError(f"lam = {lam:g} is too large: n * lam overflows")
     order = np.argsort(t, kind="stable")
@@ -278,7 +273,7 @@ def smoothing_matrix(knots, lam: float, points, *, tol: float = 0.0, derivative:
     """
     t, order, lam = _sorted_problem(knots, lam)
     z = _check_points(points)
-    tol = check_nonnegative(tol, "tol", upper=1.0)
+    tol = check_number(tol, "tol", low=0.0, high=1.0, high_open=True)
     if isinstance(derivative, (bool, np.bool_)) or not isinstance(derivative, (int, np.integer)) or (
         derivative not in (0, 2)
     ):

@@ -1,0 +1,37 @@
+"""Everything numerical about natural cubic smoothing splines.
+
+- :mod:`~codedcomputing.spline.reinsch`: the Reinsch solver in linear time, :func:`fit`,
+  :func:`smoothing_matrix` (the fit as a matrix, dense or sparse and truncated) and
+  :func:`evaluation_matrix`;
+- :mod:`~codedcomputing.spline.maps`: :class:`SmoothingMap`, a fit as a linear map applied
+  to numpy arrays or torch tensors (GCC's encoder and decoders);
+- :mod:`~codedcomputing.spline.lambdas`: the smoothing parameter's limits
+  (:data:`MAX_LAMBDA`, :func:`check_lambda`) and its dimensionless grid
+  (:func:`lambda_grid`);
+- :mod:`~codedcomputing.spline.gcv`: generalised cross-validation (:func:`gcv_score`,
+  :func:`gcv_lambda`).
+
+The smoothing parameter follows the *mean* convention throughout:
+``(1/n) sum_i ||u(t_i) - y_i||^2 + lam * int ||u''||^2`` (scipy's
+``make_smoothing_spline`` takes ``n * lam``).
+"""
+
+from .gcv import gcv_lambda, gcv_score
+from .lambdas import MAX_LAMBDA, check_grid, check_lambda, lambda_grid
+from .maps import SmoothingMap
+from .reinsch import NaturalSpline, check_knots, evaluation_matrix, fit, smoothing_matrix
+
+__all__ = [
+    "MAX_LAMBDA",
+    "NaturalSpline",
+    "SmoothingMap",
+    "check_grid",
+    "check_knots",
+    "check_lambda",
+    "evaluation_matrix",
+    "fit",
+    "gcv_lambda",
+    "gcv_score",
+    "lambda_grid",
+    "smoothing_matrix",
+]
