@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -10,8 +14,9 @@ import torch
 from typer.testing import CliRunner
 
 import codedcomputing as cc
-from codedcomputing import datasets, models
+from codedcomputing import _progress, datasets, models
 from codedcomputing.cli import app
+from codedcomputing.models import training
 from codedcomputing.models.lenet import LeNet5, LeNet5Config
 from codedcomputing.models.vit import ViT, ViTConfig
 
@@ -83,6 +88,95 @@ def test_load_trains_once_then_reads_the_cache(cache, monkeypatch):
     x = torch.as_tensor(datasets.digits().test_x[:16])
     assert torch.equal(first(x), second(x))
     assert second.test_accuracy == first.test_accuracy
+
+
+def _changed(value):
+    return "mnist" if value == "digits" else value * 2 if isinstance(value, float) else value + 1
+
+
+def test_the_cache_key_is_the_whole_recipe(cache):
+    """A change to any field of the recipe (lr, weight decay, batch size, augmentation, ...)
+    is another cache file: stale weights are never even looked at."""
+    path = models.weights_path("lenet5", TINY)
+    assert re.fullmatch(r"lenet5-digits-[0-9a-f]{12}\.pt", path.name), path.name
+    assert models.weights_path("lenet5", dataclasses.replace(TINY)) == path  # equal recipe, same file
+    assert models.weights_path("lenet5", dataclasses.replace(TINY, lr=1e-3)) != path
+    changed = {
+        field.name: models.weights_path(
+            "lenet5", dataclasses.replace(TINY, **{field.name: _changed(getattr(TINY, field.name))})
+        )
+        for field in dataclasses.fields(TINY)
+    }
+    assert len(changed) >= 9 and len({path, *changed.values()}) == len(changed) + 1, changed
+    assert models.weights_path("vit", TINY).name.startswith("vit-digits-")
+
+
+def test_the_cache_key_is_the_same_in_every_process(cache):
+    """Not Python's hash(), which is salted per process: another run, with another salt, must
+    find the weights this one cached."""
+    code = (
+        "from codedcomputing import models\n"
+        "print(models.weights_path('vit', models.TrainingRecipe('digits', 3, 1e-3, 5e-2, rotation=0.1)))"
+    )
+    recipe = models.TrainingRecipe("digits", 3, 1e-3, 5e-2, rotation=0.1)
+    found = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": salt},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for salt in ("1", "2")
+    }
+    assert found == {str(models.weights_path("vit", recipe))}
+
+
+def test_a_changed_recipe_trains_anew_and_the_sidecar_still_guards(cache, monkeypatch):
+    models.load("lenet5", TINY, progress=False)
+    other = dataclasses.replace(TINY, lr=1e-3)
+    trained, real_train = [], models.train
+
+    def counting_train(name, recipe=None, **kwargs):
+        trained.append(recipe)
+        return real_train(name, recipe, **kwargs)
+
+    monkeypatch.setattr(models, "train", counting_train)
+    models.load("lenet5", other, progress=False)
+    assert trained == [other]
+    models.load("lenet5", TINY)
+    assert trained == [other]  # the first entry is still there, untouched
+    # should two recipes ever share a file, the sidecar's recipe tells them apart
+    for source, target in zip(
+        (models.weights_path("lenet5", TINY), models.weights_path("lenet5", TINY).with_suffix(".json")),
+        (models.weights_path("lenet5", other), models.weights_path("lenet5", other).with_suffix(".json")),
+        strict=True,
+    ):
+        target.write_bytes(source.read_bytes())
+    with pytest.warns(cc.errors.DamagedCacheWarning, match="recipe"):
+        models.load("lenet5", other, progress=False)
+    assert trained == [other, other]
+
+
+def test_training_shows_one_progress_step_per_epoch_on_stderr(cache, capsys, monkeypatch):
+    """Not a terminal (pytest's capture): plain lines, so that a CI log shows training move."""
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    recipe = dataclasses.replace(TINY, epochs=3)
+    models.train("lenet5", recipe)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "training lenet5 on digits: 0/3 (0%), started"
+    assert re.fullmatch(r"training lenet5 on digits: 3/3 \(100%\), done in \d+s", lines[-1]), lines
+
+    def every_step(*args, **kwargs):  # a line at every step, to count the steps
+        return _progress.progress(*args, **kwargs, interval_s=0.0)
+
+    monkeypatch.setattr(training, "show_progress", every_step)
+    models.train("lenet5", recipe)
+    steps = [line.split(": ")[1].split(" ")[0] for line in capsys.readouterr().err.splitlines()]
+    assert steps == ["0/3", "1/3", "2/3", "3/3"]
+    models.train("lenet5", recipe, progress=False)
+    assert capsys.readouterr() == ("", "")
 
 
 def test_training_is_reproducible_and_learns(cache):

@@ -1,20 +1,23 @@
 """Models for coded inference: LeNet-5 and a small ViT, trained on real digits and cached.
 
-    model = cc.models.load("lenet5")      # trains on first use (progress bar), then cached
+    model = cc.models.load("lenet5")      # trains on first use (with progress), then cached
     logits = model(images)                # a torch module: any batch of (B, 1, 28, 28)
     f = cc.models.numpy_function("lenet5")  # the same as a numpy batch function, for the codes
 
 Weights are cached as ``state_dict`` files loaded with ``weights_only=True`` (no pickled
 code runs on load) in ``$CODEDCOMPUTING_CACHE``, else ``$XDG_CACHE_HOME/codedcomputing``,
-else ``~/.cache/codedcomputing``.
+else ``~/.cache/codedcomputing``, one file per model and recipe (:func:`weights_path`).
+This module is the registry and the cache; the recipe and the training loop are in
+:mod:`.training`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +25,7 @@ import numpy as np
 from .. import datasets
 from ..cache import atomic_path, cache_dir
 from ..errors import DamagedCacheWarning
+from .training import TrainingRecipe, evaluate, fit
 
 __all__ = [
     "MODELS",
@@ -33,22 +37,6 @@ __all__ = [
     "train",
     "weights_path",
 ]
-
-
-@dataclass(frozen=True)
-class TrainingRecipe:
-    """How a model is trained: AdamW with a one-cycle schedule and random affine augmentation
-    (rotation, scale, shift), the whole recipe seeded."""
-
-    dataset: str
-    epochs: int
-    lr: float
-    weight_decay: float
-    batch_size: int = 64
-    rotation: float = 0.2  # radians, +-
-    scale: float = 0.1  # +- relative
-    shift: float = 0.12  # +- fraction of the half-width
-    seed: int = 0
 
 
 def _lenet5(image_size: int):
@@ -75,86 +63,32 @@ def _check_name(name: str) -> None:
         raise ValueError(f"model must be one of {sorted(MODELS)}, got {name!r}")
 
 
+def train(name: str, recipe: TrainingRecipe | None = None, *, progress: bool = True):
+    """Train model ``name`` from scratch with ``recipe`` (default: the model's own), showing
+    one progress step per epoch (see :func:`.training.fit`).
+
+    Returns ``(model, test_accuracy)``. Deterministic for a given recipe on one machine.
+    """
+    _check_name(name)
+    build, default = MODELS[name]
+    recipe = recipe or default
+    return fit(build, recipe, description=f"training {name} on {recipe.dataset}", progress=progress)
+
+
 def weights_path(name: str, recipe: TrainingRecipe) -> Path:
-    """Where ``load`` caches the weights of ``name`` trained with ``recipe``."""
-    return cache_dir() / f"{name}-{recipe.dataset}-seed{recipe.seed}-e{recipe.epochs}.pt"
+    """Where ``load`` caches the weights of ``name`` trained with ``recipe``:
+    ``{name}-{dataset}-{key}.pt``, the key the first 12 hex digits of the SHA-256 of the
+    whole recipe as canonical JSON. Any change to the recipe (learning rate, augmentation,
+    batch size, ...) is another file, never stale weights; the key is the same in every
+    process and on every machine (no ``hash()``, which Python salts per process)."""
+    canonical = json.dumps(asdict(recipe), sort_keys=True, separators=(",", ":"))
+    key = hashlib.sha256(canonical.encode()).hexdigest()[:12]
+    return cache_dir() / f"{name}-{recipe.dataset}-{key}.pt"
 
 
 def _paths(name: str, recipe: TrainingRecipe) -> tuple[Path, Path]:
     weights = weights_path(name, recipe)
     return weights, weights.with_suffix(".json")
-
-
-def _augment(x, recipe: TrainingRecipe, generator):
-    import torch
-    import torch.nn.functional as F
-
-    b = x.shape[0]
-
-    def uniform(*shape):
-        return (torch.rand(*shape, generator=generator) - 0.5) * 2
-
-    angle, scale = uniform(b) * recipe.rotation, 1 + uniform(b) * recipe.scale
-    shift = uniform(b, 2) * recipe.shift
-    cos, sin = torch.cos(angle) * scale, torch.sin(angle) * scale
-    theta = torch.stack(
-        [torch.stack([cos, -sin, shift[:, 0]], 1), torch.stack([sin, cos, shift[:, 1]], 1)], 1
-    )
-    grid = F.affine_grid(theta, list(x.shape), align_corners=False)
-    return F.grid_sample(x, grid, align_corners=False)
-
-
-def evaluate(model, images: np.ndarray, labels: np.ndarray, batch_size: int = 500) -> float:
-    """Top-1 accuracy of ``model`` on ``(images, labels)``."""
-    import torch
-
-    model.eval()
-    correct = 0
-    with torch.no_grad():
-        for start in range(0, len(images), batch_size):
-            logits = model(torch.as_tensor(images[start : start + batch_size]))
-            correct += int((logits.argmax(1).numpy() == labels[start : start + batch_size]).sum())
-    return correct / len(images)
-
-
-def train(name: str, recipe: TrainingRecipe | None = None, *, progress: bool = True):
-    """Train model ``name`` from scratch with ``recipe`` (default: the model's own).
-
-    Returns ``(model, test_accuracy)``. Deterministic for a given recipe on one machine.
-    """
-    import torch
-    import torch.nn.functional as F
-
-    _check_name(name)
-    build, default = MODELS[name]
-    recipe = recipe or default
-    data = datasets.load(recipe.dataset)
-    torch.manual_seed(recipe.seed)
-    generator = torch.Generator().manual_seed(recipe.seed)
-    model = build(data.image_size)
-    x, y = torch.as_tensor(data.train_x), torch.as_tensor(data.train_y)
-    steps_per_epoch = -(-len(x) // recipe.batch_size)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(
-        optimizer, max_lr=recipe.lr, total_steps=recipe.epochs * steps_per_epoch
-    )
-    from rich.progress import Progress
-
-    with Progress(disable=not progress, transient=True) as bar:
-        task = bar.add_task(f"training {name} on {recipe.dataset}", total=recipe.epochs)
-        for _ in range(recipe.epochs):
-            model.train()
-            order = torch.randperm(len(x), generator=generator)
-            for start in range(0, len(x), recipe.batch_size):
-                batch = order[start : start + recipe.batch_size]
-                loss = F.cross_entropy(model(_augment(x[batch], recipe, generator)), y[batch])
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                schedule.step()
-            bar.advance(task)
-    model.eval()
-    return model, evaluate(model, data.test_x, data.test_y)
 
 
 def load(name: str, recipe: TrainingRecipe | None = None, *, progress: bool = True, retrain: bool = False):
