@@ -710,7 +710,13 @@ def _n_inputs(ctx: dict) -> int:
 
 
 def _num_workers_valid(d: Draw, ctx: dict):
-    return int_like(d, d.int(2, 16))
+    # K <= N: a code spreads K inputs over at least K workers
+    return int_like(d, d.int(max(2, min(_typical_int(ctx, "num_inputs", 2), 16)), 16))
+
+
+def _bad_num_workers(d: Draw, ctx: dict) -> list:
+    k = _typical_int(ctx, "num_inputs", 1)
+    return [("below-num_inputs", k - 1)] if k - 1 >= 2 else []
 
 
 def _lambda_valid(d: Draw, ctx: dict):
@@ -792,7 +798,7 @@ def _check_code(code, kw: dict) -> str | None:
 CODE_PARAMS = {
     "gcc": (
         Param("num_inputs", lambda d, ctx: int_like(d, d.int(1, 6)), bad_count(1, name="num_inputs")),
-        Param("num_workers", _num_workers_valid, bad_count(2, name="num_workers")),
+        Param("num_workers", _num_workers_valid, bad_count(2, name="num_workers", extra=_bad_num_workers)),
         Param("lambda_enc", _lambda_valid, _bad_lambda),
         Param("lambda_dec", _lambda_dec_valid, _bad_lambda_dec),
         Param("points", _points_valid, bad_choice(("chebyshev", "equispaced"))),
@@ -805,7 +811,7 @@ CODE_PARAMS = {
     ),
     "bacc": (
         Param("num_inputs", lambda d, ctx: int_like(d, d.int(1, 6)), bad_count(1, name="num_inputs")),
-        Param("num_workers", _num_workers_valid, bad_count(2, name="num_workers")),
+        Param("num_workers", _num_workers_valid, bad_count(2, name="num_workers", extra=_bad_num_workers)),
         Param("points", _points_valid, bad_choice(("chebyshev", "equispaced"))),
         Param("alpha", _explicit_points(_n_inputs), bad_points(_n_inputs)),
         Param(
@@ -820,6 +826,7 @@ CODE_PARAMS = {
         Param(
             "num_workers", _lcc_num_workers_valid, bad_count(2, name="num_workers", extra=_lcc_bad_workers)
         ),
+        Param("best_effort", lambda d, ctx: _best_effort_valid(d, ctx), lambda d, ctx: bad_flag(d, ctx)),
         Param("points", _points_valid, bad_choice(("chebyshev", "equispaced"))),
         Param("alpha", _explicit_points(_n_inputs), bad_points(_n_inputs)),
         Param(
@@ -830,6 +837,7 @@ CODE_PARAMS = {
     ),
     "uncoded": (
         Param("num_inputs", lambda d, ctx: int_like(d, d.int(1, 6)), bad_count(1, name="num_inputs")),
+        Param("fill", lambda d, ctx: _fill_valid(d, ctx), lambda d, ctx: _bad_fill(d, ctx)),
     ),
     "replication": (
         Param("num_inputs", lambda d, ctx: int_like(d, d.int(1, 6)), bad_count(1, name="num_inputs")),
@@ -838,6 +846,7 @@ CODE_PARAMS = {
             lambda d, ctx: omit_or(d, 0.3, lambda: int_like(d, d.int(1, 3))),
             bad_count(1, name="replicas"),
         ),
+        Param("fill", lambda d, ctx: _fill_valid(d, ctx), lambda d, ctx: _bad_fill(d, ctx)),
     ),
 }
 CODE_CLASSES = {
@@ -905,16 +914,11 @@ def _check_encode(out, kw: dict) -> str | None:
 
 
 def _decode_needed(ctx: dict) -> int:
-    code = _code(ctx)
-    best_effort = ctx.get("best_effort", OMIT)
-    if best_effort is not OMIT and bool(best_effort):
-        return 1
-    return code.min_results
+    return _code(ctx).min_results  # 1 for LCC built with best_effort
 
 
 def _fill_given(ctx: dict) -> bool:
-    fill = ctx.get("fill", OMIT)
-    return fill is not OMIT and fill is not None
+    return ctx["_code"].kwargs.get("fill") is not None
 
 
 def _alive_for_decode(d: Draw, ctx: dict):
@@ -954,8 +958,8 @@ def _check_decode(out, kw: dict) -> str | None:
         return f"returned {type(out).__name__} for a {type(kw['Y']).__name__} Y"
     if tuple(_shape(out)) != shape:
         return f"returned shape {_shape(out)}, expected {shape}"
-    fill = kw.get("fill", OMIT)
-    if not _finite(out) and (fill is OMIT or fill is None or math.isfinite(float(fill))):
+    fill = kw["_code"].kwargs.get("fill")
+    if not _finite(out) and (fill is None or math.isfinite(float(fill))):
         return "returned NaN or inf"
     return None
 
@@ -982,14 +986,8 @@ def _best_effort_valid(d: Draw, ctx: dict):
 
 
 def _decode_params(kind: str) -> tuple[Param, ...]:
-    extra: tuple[Param, ...] = ()
-    if kind == "lcc":
-        extra = (Param("best_effort", _best_effort_valid, bad_flag),)
-    if kind in ("uncoded", "replication"):
-        extra = (Param("fill", _fill_valid, _bad_fill),)
     return (
         _code_param((kind,)),
-        *extra,
         Param("alive", _alive_for_decode, bad_alive(lambda ctx: _code(ctx).num_workers)),
         Param("Y", _y_valid, bad_batch(lambda ctx: len(_alive_list(ctx["alive"])), "Y", nan_ok=True)),
     )

@@ -498,8 +498,12 @@ def test_explicit_unsorted_points_permute_consistently(cls):
 @pytest.mark.parametrize("points", ["chebyshev", "equispaced"])
 def test_gcc_tiny_sizes_match_the_spline_fit(k, n, lam, points):
     """K = 1, 2 and N = 2, every pair of results (edges included): encode and decode are the
-    spline fits (a constant for K = 1, a line through two points)."""
-    code = cc.GCC(k, n, lam, lam, points=points)
+    spline fits (a constant for K = 1, a line through two points); K > N warns."""
+    if k > n:
+        with pytest.warns(cc.errors.MoreInputsThanWorkersWarning, match=f"num_inputs = {k} exceeds"):
+            code = cc.GCC(k, n, lam, lam, points=points)
+    else:
+        code = cc.GCC(k, n, lam, lam, points=points)
     X = np.random.default_rng(10).normal(size=(k, 3))
     coded = code.encode(X)
     expected = np.repeat(X, n, axis=0) if k == 1 else fit(code.alpha, X, lam)(code.beta)

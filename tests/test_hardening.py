@@ -248,7 +248,7 @@ BAD_ARGUMENTS = [
     (lambda: cc.metrics.mse(np.zeros((0, 3)), np.zeros((0, 3))), "est"),
     (lambda: cc.metrics.relative_accuracy(np.zeros((2, 0)), np.zeros((2, 0))), "est"),
     (lambda: cc.metrics.accuracy(np.eye(2), ["a", "b"]), "labels"),
-    (lambda: cc.Uncoded(3).decode(np.ones((3, 2)), [0, 1, 2], fill="x"), "fill"),
+    (lambda: cc.Uncoded(3, fill="x"), "fill"),
     (lambda: cc.ThreadCluster(num_threads=10**9), "num_threads"),
     (lambda: cc.SimulatedCluster(seed="abc"), "seed"),
     (lambda: cc.SimulatedCluster(compute_s=True), "compute_s"),
@@ -275,7 +275,8 @@ def test_bfloat16_results_decode_with_gcv():
 
 def test_bacc_builds_wide_maps_without_a_k_by_k_identity():
     """Building the encoder of ``BACC(100_000, 50)`` once asked for a 74.5 GiB identity."""
-    code = cc.BACC(100_000, 50)
+    with pytest.warns(cc.errors.MoreInputsThanWorkersWarning, match="num_inputs = 100000"):
+        code = cc.BACC(100_000, 50)
     assert code.encoder_matrix.shape == (50, 100_000)
     np.testing.assert_allclose(code.encode(np.ones((100_000, 2))), 1.0, rtol=1e-12)  # constants
 

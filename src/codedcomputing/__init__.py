@@ -9,7 +9,7 @@ est = code.decode(f(coded[alive]), alive)   # (10, ...) estimates of f(x_k)
 
 from . import datasets, errors, metrics, models, points, spline, stragglers, tuning
 from ._version import __version__
-from .codes import BACC, CODES, GCC, LCC, Code, Replication, Uncoded
+from .codes import BACC, CODES, GCC, LCC, Code, Decoded, Replication, Uncoded
 from .errors import InsufficientResultsError, MissingResultsError, NonFiniteResultWarning
 from .runtime import (
     CodedExecutor,
@@ -27,6 +27,7 @@ __all__ = [
     "LCC",
     "Code",
     "CodedExecutor",
+    "Decoded",
     "InsufficientResultsError",
     "MissingResultsError",
     "NonFiniteResultWarning",

@@ -89,9 +89,9 @@ def example(
         codes = [GCC(num_inputs, num_workers), BACC(num_inputs, num_workers)]
         if num_inputs <= num_workers - num_stragglers:  # LCC's threshold for linear f is K
             codes.append(LCC(num_inputs, num_workers, degree=1))
-        codes.append(Uncoded(num_inputs))
+        codes.append(Uncoded(num_inputs, fill=np.nan))
         if num_workers >= 2 * num_inputs:
-            codes.append(Replication(num_inputs, num_workers // num_inputs))
+            codes.append(Replication(num_inputs, num_workers // num_inputs, fill=np.nan))
         stragglers.random(num_workers, num_stragglers, seed)  # validates S against N
     except ValueError as err:
         raise typer.BadParameter(str(err)) from None
@@ -107,18 +107,12 @@ def example(
         for _ in range(trials):
             s = min(num_stragglers, code.num_workers - 1)
             alive = PATTERNS[pattern](code.num_workers, s, rng)
-            if isinstance(code, (Uncoded, Replication)):
-                est = code.decode(outputs[alive], alive, fill=np.nan)
-                got = ~np.isnan(est).any(axis=1)
-                missing.append(1.0 - got.mean())
-                if got.any():
-                    errors.append(metrics.mse(est[got], truth[got]))
-                    accuracies.append(metrics.relative_accuracy(est[got], truth[got]))
-            else:
-                est = code.decode(outputs[alive], alive)
-                errors.append(metrics.mse(est, truth))
-                accuracies.append(metrics.relative_accuracy(est, truth))
-                missing.append(0.0)
+            est = code.decode(outputs[alive], alive)
+            got = ~np.isnan(est).any(axis=1)  # copying codes fill a missing input with NaN
+            missing.append(1.0 - got.mean())
+            if got.any():
+                errors.append(metrics.mse(est[got], truth[got]))
+                accuracies.append(metrics.relative_accuracy(est[got], truth[got]))
         table.add_row(
             code.name,
             str(code.num_workers),

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["DamagedCacheWarning", "InsufficientResultsError", "MissingResultsError", "NonFiniteResultWarning"]
+__all__ = [
+    "DamagedCacheWarning",
+    "InsufficientResultsError",
+    "MissingResultsError",
+    "MoreInputsThanWorkersWarning",
+    "NonFiniteResultWarning",
+]
 
 
 class InsufficientResultsError(ValueError):
@@ -33,3 +39,8 @@ class NonFiniteResultWarning(RuntimeWarning):
 class DamagedCacheWarning(UserWarning):
     """A cached file (trained weights, parsed data) was unreadable or failed its checks; it was
     rebuilt from scratch and cached anew."""
+
+
+class MoreInputsThanWorkersWarning(UserWarning):
+    """A code was built with more inputs than workers (``K > N``): even with every result
+    it can only approximate, and the two counts may have been swapped."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _arraylib
-from .base import Code, check_count, read_only, resolve_points
+from .base import Code, read_only
 
 __all__ = ["BACC", "berrut_matrix"]
 
@@ -46,6 +46,31 @@ class BACC(Code):
 
     Promise (tested): constant inputs are recovered exactly through any ``f``, from any one
     or more results (a Berrut interpolant reproduces constants).
+
+    Parameters
+    ----------
+    num_inputs, num_workers : int
+        K >= 1 inputs, N >= 2 workers (``K > N`` warns).
+    points, alpha, beta
+        As for :class:`~codedcomputing.GCC`.
+
+    References
+    ----------
+    T. Jahani-Nezhad, M. A. Maddah-Ali. Berrut approximated coded computing: straggler
+    resistance beyond polynomial computing. IEEE Transactions on Pattern Analysis and Machine
+    Intelligence, 2023.
+
+    J.-P. Berrut. Rational functions for guaranteed and experimentally well-conditioned global
+    interpolation. Computers & Mathematics with Applications 15, 1988.
+
+    Examples
+    --------
+    >>> import numpy as np, codedcomputing as cc
+    >>> code = cc.BACC(4, 12)
+    >>> X = np.ones((4, 2))
+    >>> est = code.decode(np.sin(code.encode(X))[[0, 5, 7]], [0, 5, 7])  # constants: exact
+    >>> bool(np.allclose(est, np.sin(1.0)))
+    True
     """
 
     name = "bacc"
@@ -54,9 +79,7 @@ class BACC(Code):
     def __init__(
         self, num_inputs: int, num_workers: int, *, points: str = "chebyshev", alpha=None, beta=None
     ):
-        self.num_inputs = check_count(num_inputs, "num_inputs", 1)
-        self.num_workers = check_count(num_workers, "num_workers", 2)
-        self._set_points(*resolve_points(points, alpha, beta, self.num_inputs, self.num_workers))
+        super().__init__(num_inputs, num_workers, points=points, alpha=alpha, beta=beta)
         self.encoder_matrix = read_only(berrut_matrix(self.alpha, self.beta))
 
     def decoder_matrix(self, alive) -> np.ndarray:
@@ -64,6 +87,12 @@ class BACC(Code):
         alive = np.sort(_arraylib.check_alive(alive, self.num_workers))
         self._require(alive, self.min_results)
         return self._decoder(alive)
+
+    def promised_case(self, rng):
+        """Equal inputs through a nonlinear ``f``, from a random alive set."""
+        X = np.repeat(rng.normal(size=(1, 3)), self.num_inputs, axis=0)
+        alive = np.sort(rng.choice(self.num_workers, rng.integers(1, self.num_workers + 1), replace=False))
+        return X, np.sin, alive
 
     def _build_decoder(self, alive_sorted: np.ndarray) -> np.ndarray:
         return read_only(berrut_matrix(self.beta[alive_sorted], self.alpha))
@@ -74,4 +103,4 @@ class BACC(Code):
     def _decode(self, Y, alive):
         order = np.argsort(alive, kind="stable")
         Y = _arraylib.take_rows(Y, order)
-        return _arraylib.apply_matrix(self._decoder(alive[order]), Y)
+        return _arraylib.apply_matrix(self._decoder(alive[order]), Y), {}

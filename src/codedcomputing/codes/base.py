@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import inspect
+import threading
 import warnings
 from abc import ABC, abstractmethod
 from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
 
 from .. import _arraylib
 from .._validation import check_count, check_real_array
-from ..errors import InsufficientResultsError, NonFiniteResultWarning
+from ..errors import InsufficientResultsError, MoreInputsThanWorkersWarning, NonFiniteResultWarning
 from ..points import make_points
 
-__all__ = ["Code", "check_count"]
+__all__ = ["Code", "Decoded", "check_count"]
 
 
 def resolve_points(points: str, alpha, beta, num_inputs: int, num_workers: int):
@@ -44,27 +49,83 @@ def check_points(points, n: int, name: str) -> np.ndarray:
     return pts
 
 
+@dataclass(frozen=True, eq=False)
+class Decoded:
+    """What one decode produced (:meth:`Code.decode_details`).
+
+    - ``estimates``: ``(K, ...)`` estimates of ``f(x_k)``, in the results' type, dtype and
+      device (what :meth:`Code.decode` returns);
+    - ``alive``: the workers whose results were used, sorted;
+    - ``erased``: the workers whose results held NaN or inf and were dropped, sorted;
+    - ``info``: what this call chose, read-only; by code: GCC ``{"lambda_dec": ...}`` (with
+      ``lambda_dec="gcv"``, the lambda GCV picked for these results), LCC ``{"exact": ...}``
+      (False below the recovery threshold), uncoded and replication ``{"missing": [...]}``
+      (the inputs filled in).
+
+    A new object per call, so two threads decoding with one code never share one.
+    """
+
+    estimates: object
+    alive: np.ndarray
+    erased: np.ndarray
+    info: Mapping[str, object] = field(default_factory=dict)
+
+
 class Code(ABC):
-    """A code for approximate (or exact) coded computing.
+    """A code for approximate (or exact) coded computing: ``encode`` and ``decode``.
 
-    Attributes: ``name`` (lower-case scheme name), ``description`` (one line),
-    ``num_inputs`` (K), ``num_workers`` (N),
-    ``alpha`` (``(K,)``, where input k sits on [-1, 1]), ``beta`` (``(N,)``, where worker n
-    sits), ``min_results`` (fewest usable results ``decode`` accepts).
+    Every code is built as ``Code(num_inputs, num_workers, ..., *, points=..., alpha=...,
+    beta=...)`` (some take fewer) and has the same verbs and attributes, so that runtimes,
+    experiments and the CLI take any code. Options are constructor arguments, stored under
+    their own names (:meth:`get_params`); ``decode(Y, alive)`` takes no others.
 
-    ``encode(X)`` takes ``X`` of shape ``(K, ...)`` (numpy array or torch tensor) and returns
-    the ``N`` coded inputs ``(N, ...)`` in the same type, dtype and device. ``decode(Y,
-    alive)`` takes the results ``Y[i]`` of workers ``alive[i]`` (any order, no duplicates)
-    and returns estimates ``(K, ...)`` of ``f(x_k)``. A row of ``Y`` with NaN or inf is an
-    erasure: it is dropped with a :class:`NonFiniteResultWarning`.
+    Attributes
+    ----------
+    name, description : str
+        The scheme's lower-case name and a one-line description (class attributes).
+    num_inputs, num_workers : int
+        K inputs, N workers. ``K > N`` is allowed (a spline or interpolant through fewer
+        points than inputs) but warns (:class:`~codedcomputing.errors.MoreInputsThanWorkersWarning`).
+    alpha : ndarray, shape (K,)
+        Where input k sits on [-1, 1].
+    beta : ndarray, shape (N,)
+        Where worker n sits.
+    min_results : int
+        The fewest usable results :meth:`decode` accepts.
+    linear : bool
+        Whether decoding is linear in ``Y`` for a fixed alive set (GCC with GCV is not).
+
+    Notes
+    -----
+    A new code is one file in ``codes/`` that subclasses this, implements ``_encode`` and
+    ``_decode``, and passes :func:`codedcomputing.testing.check_code`. It may implement
+    :meth:`promised_case` so that the suite checks its promise.
     """
 
     name: ClassVar[str]
     description: ClassVar[str]
-    num_inputs: int
-    num_workers: int
+    linear = True
+    # Fewest workers a code of this kind can have (copying codes: one per input).
+    min_workers: ClassVar[int] = 2
     # Decoders for this many alive sets are kept (least recently used dropped first).
     decoder_cache_size: ClassVar[int] = 64
+
+    def __init__(self, num_inputs, num_workers, *, points="chebyshev", alpha=None, beta=None):
+        self.num_inputs = check_count(num_inputs, "num_inputs", 1)
+        self.num_workers = check_count(num_workers, "num_workers", self.min_workers)
+        if self.num_inputs > self.num_workers:
+            warnings.warn(
+                f"num_inputs = {self.num_inputs} exceeds num_workers = {self.num_workers}: fewer coded "
+                "results than inputs recover them only approximately, even with no straggler "
+                "(were the two swapped?)",
+                MoreInputsThanWorkersWarning,
+                stacklevel=3,
+            )
+        self.points = points
+        alpha, beta = self._resolve_points(points, alpha, beta)
+        self._alpha = read_only(np.array(alpha, dtype=np.float64))
+        self._beta = read_only(np.array(beta, dtype=np.float64))
+        self.clear_cache()
 
     @property
     def alpha(self) -> np.ndarray:
@@ -78,6 +139,16 @@ class Code(ABC):
     def min_results(self) -> int:
         return 1
 
+    def get_params(self) -> dict:
+        """The constructor's arguments, as this code holds them (scikit-learn's convention):
+        ``type(code)(**code.get_params())`` builds an equal code."""
+        names = [
+            name
+            for name, parameter in inspect.signature(type(self).__init__).parameters.items()
+            if name != "self" and parameter.kind is not parameter.VAR_KEYWORD
+        ]
+        return {name: getattr(self, name) for name in names}
+
     def complete(self, alive) -> bool:
         """True once the results of ``alive`` are all this code can use to keep its promise.
 
@@ -90,10 +161,12 @@ class Code(ABC):
     def clear_cache(self) -> None:
         """Forget the cached decoders (they are rebuilt on demand)."""
         self._decoders = OrderedDict()
+        self._decoders_lock = threading.Lock()
 
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("_decoders", None)  # a cache: rebuilt on demand, not worth shipping
+        state.pop("_decoders_lock", None)
         return state
 
     def __setstate__(self, state):
@@ -101,34 +174,119 @@ class Code(ABC):
         self.clear_cache()
 
     def encode(self, X):
+        """The coded inputs: worker ``n`` is to compute ``f(encode(X)[n])``.
+
+        Parameters
+        ----------
+        X : array_like or torch.Tensor, shape (K, ...)
+            The K inputs, any trailing shape; integers and bools become floating point.
+
+        Returns
+        -------
+        ndarray or torch.Tensor, shape (N, ...)
+            The N coded inputs, in ``X``'s type, dtype and device.
+
+        Raises
+        ------
+        ValueError
+            ``X`` does not have K rows, holds NaN or inf, or is not numeric.
+
+        Examples
+        --------
+        >>> import numpy as np, codedcomputing as cc
+        >>> cc.GCC(4, 10).encode(np.ones((4, 3))).shape
+        (10, 3)
+        """
         X = _arraylib.check_inputs(X, self.num_inputs, "X")
         return self._encode(X)
 
     def decode(self, Y, alive):
-        Y, alive = self._usable_results(Y, alive)
+        """Estimates of ``f(x_1), ..., f(x_K)`` from the results of the workers in ``alive``.
+
+        Parameters
+        ----------
+        Y : array_like or torch.Tensor, shape (len(alive), ...)
+            ``Y[i]`` is the result of worker ``alive[i]``. A row with NaN or inf is an
+            erasure: it is dropped with a :class:`~codedcomputing.NonFiniteResultWarning`.
+        alive : sequence of int
+            The workers that returned, in any order, without duplicates.
+
+        Returns
+        -------
+        ndarray or torch.Tensor, shape (K, ...)
+            The estimates, in ``Y``'s type, dtype and device. :meth:`decode_details` also
+            returns what the call chose.
+
+        Raises
+        ------
+        InsufficientResultsError
+            Fewer usable results than :attr:`min_results` (``.needed``, ``.alive``).
+        MissingResultsError
+            Uncoded and replication without ``fill``: an input has no result.
+        ValueError
+            ``Y`` and ``alive`` disagree in length, or ``alive`` has duplicates or
+            indices outside ``0..N-1``.
+
+        Examples
+        --------
+        >>> import numpy as np, codedcomputing as cc
+        >>> code = cc.GCC(4, 10)
+        >>> X = 3 * code.alpha[:, None] + 1  # affine in alpha ...
+        >>> alive = [0, 2, 3, 5, 8, 9]
+        >>> est = code.decode(2 * code.encode(X)[alive] + 1, alive)  # ... through f(x) = 2x + 1
+        >>> bool(np.allclose(est, 2 * X + 1))
+        True
+        """
+        return self.decode_details(Y, alive).estimates
+
+    def decode_details(self, Y, alive) -> Decoded:
+        """:meth:`decode`, returning a :class:`Decoded`: the estimates with the workers used,
+        the erasures and what this call chose (the lambda GCV picked, LCC's exactness, ...).
+        Thread-safe: nothing of one call is kept on the code."""
+        Y, alive, erased = self._usable_results(Y, alive)
         self._require(alive, self.min_results)
-        return self._decode(Y, alive)
+        estimates, info = self._decode(Y, alive)
+        return Decoded(estimates, np.sort(alive), np.sort(erased), MappingProxyType(dict(info)))
+
+    def promised_case(self, rng: np.random.Generator):
+        """One instance of this code's promise, for :func:`codedcomputing.testing.check_code`:
+        ``(X, f, alive)`` such that ``decode(f(encode(X))[alive], alive)`` equals ``f(X)`` to
+        rounding, or None if the code promises nothing exact."""
+        return None
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(num_inputs={self.num_inputs}, num_workers={self.num_workers})"
+        shown = []
+        for name, parameter in inspect.signature(type(self).__init__).parameters.items():
+            if name in ("self", "alpha", "beta"):
+                continue
+            value = getattr(self, name)
+            if name in ("num_inputs", "num_workers") or not _same(value, parameter.default):
+                shown.append(f"{name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
 
     # -- shared by subclasses -------------------------------------------------------
 
-    def _set_points(self, alpha: np.ndarray, beta: np.ndarray) -> None:
-        self._alpha = read_only(np.array(alpha, dtype=np.float64))
-        self._beta = read_only(np.array(beta, dtype=np.float64))
-        self.clear_cache()
+    def _resolve_points(self, points, alpha, beta) -> tuple[np.ndarray, np.ndarray]:
+        """``(alpha, beta)``: the named family's points, or the explicit arrays given."""
+        return resolve_points(points, alpha, beta, self.num_inputs, self.num_workers)
 
     def _decoder(self, alive_sorted: np.ndarray):
-        """The cached decoder for a sorted alive set, built by ``_build_decoder`` on a miss."""
+        """The cached decoder for a sorted alive set, built by ``_build_decoder`` on a miss.
+
+        A lock guards the cache (two threads may decode with one code); a decoder is built
+        outside it, so a miss in one thread does not hold up the others.
+        """
         key = alive_sorted.tobytes()
-        decoders = self.__dict__.setdefault("_decoders", OrderedDict())
-        if key in decoders:
-            decoders.move_to_end(key)
-            return decoders[key]
-        decoder = decoders[key] = self._build_decoder(alive_sorted)
-        if len(decoders) > self.decoder_cache_size:
-            decoders.popitem(last=False)
+        with self._decoders_lock:
+            decoder = self._decoders.get(key)
+            if decoder is not None:
+                self._decoders.move_to_end(key)
+                return decoder
+        decoder = self._build_decoder(alive_sorted)
+        with self._decoders_lock:
+            self._decoders[key] = decoder
+            if len(self._decoders) > self.decoder_cache_size:
+                self._decoders.popitem(last=False)
         return decoder
 
     def _build_decoder(self, alive_sorted: np.ndarray):
@@ -140,9 +298,9 @@ class Code(ABC):
             warnings.warn(
                 f"workers {dropped.tolist()[:20]} returned NaN or inf; treated as stragglers",
                 NonFiniteResultWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
-        return Y, alive
+        return Y, alive, dropped
 
     def _require(self, alive: np.ndarray, needed: int) -> None:
         if alive.size < needed:
@@ -156,4 +314,15 @@ class Code(ABC):
     def _encode(self, X): ...
 
     @abstractmethod
-    def _decode(self, Y, alive: np.ndarray): ...
+    def _decode(self, Y, alive: np.ndarray) -> tuple[object, dict]:
+        """``(estimates, info)`` from checked, finite results ``Y`` of workers ``alive`` (in
+        the order given), at least :attr:`min_results` of them."""
+
+
+def _same(value, default) -> bool:
+    if default is inspect.Parameter.empty:
+        return False
+    try:
+        return bool(value == default) and type(value) is type(default)
+    except (TypeError, ValueError):  # arrays
+        return False

@@ -15,15 +15,27 @@ __all__ = ["Replication", "Uncoded"]
 
 
 class _Assignment(Code):
-    """A code where worker n computes ``f(x_{n mod K})`` and decoding copies results back."""
+    """A code where worker n computes ``f(x_{n mod K})`` and decoding copies results back.
 
-    def __init__(self, num_inputs: int, replicas: int):
-        self.num_inputs = check_count(num_inputs, "num_inputs", 1)
+    Worker n sits where its input does (``beta = alpha[n mod K]``). An input with no result
+    raises :class:`~codedcomputing.errors.MissingResultsError` listing the missing inputs,
+    unless ``fill`` (NaN, say) is given: then its rows are ``fill`` and
+    ``decode_details(...).info["missing"]`` lists them.
+    """
+
+    min_workers = 1
+
+    def __init__(self, num_inputs: int, replicas: int, fill: float | None):
+        num_inputs = check_count(num_inputs, "num_inputs", 1)
         self.replicas = check_count(replicas, "replicas", 1)
-        self.num_workers = self.num_inputs * self.replicas
-        self.assignment = np.arange(self.num_workers) % self.num_inputs  # input of each worker
+        self.fill = None if fill is None else _check_fill(fill)
+        self.assignment = np.arange(num_inputs * self.replicas) % num_inputs  # input of each worker
+        super().__init__(num_inputs, check_count(num_inputs * self.replicas, "num_inputs * replicas", 1))
+
+    def _resolve_points(self, points, alpha, beta):
+        """Inputs at Chebyshev points; each worker where its input is (copies share a point)."""
         alpha = make_points("chebyshev", self.num_inputs, kind="data")
-        self._set_points(alpha, alpha[self.assignment])
+        return alpha, alpha[self.assignment]
 
     def missing_inputs(self, alive) -> list[int]:
         """The inputs none of whose workers is in ``alive``."""
@@ -36,25 +48,13 @@ class _Assignment(Code):
         """True once every input has at least one result in ``alive``."""
         return not self.missing_inputs(alive)
 
-    def decode(self, Y, alive, *, fill: float | None = None):
-        """Copy each input's first result in ``alive`` order (the first to arrive) back.
-
-        An input with no result raises :class:`~codedcomputing.errors.MissingResultsError`
-        listing the missing inputs, unless ``fill`` is given (NaN, say): then its row is
-        ``fill``.
-        """
-        if fill is not None:
-            fill = _check_fill(fill)
-        Y, alive = self._usable_results(Y, alive)
-        self._require(alive, self.min_results)
-        missing = self.missing_inputs(alive)
-        if missing and fill is None:
-            raise MissingResultsError(
-                f"{self.name}: no result for inputs {missing[:20]} "
-                f"({len(missing)} of {self.num_inputs}); pass fill=... to decode anyway",
-                missing=missing,
-            )
-        return self._gather(Y, alive, fill)
+    def promised_case(self, rng):
+        """Any inputs through any ``f``, from a random alive set with a copy of every input."""
+        X = rng.normal(size=(self.num_inputs, 3))
+        copies = rng.integers(self.replicas, size=self.num_inputs) * self.num_inputs
+        extra = rng.choice(self.num_workers, rng.integers(0, self.num_workers + 1), replace=False)
+        alive = np.union1d(np.arange(self.num_inputs) + copies, extra)
+        return X, np.tanh, alive
 
     def _gather(self, Y, alive, fill):
         inputs = self.assignment[alive]
@@ -73,7 +73,15 @@ class _Assignment(Code):
         return _arraylib.take_rows(X, self.assignment)
 
     def _decode(self, Y, alive):
-        return self._gather(Y, alive, None)
+        """Copy each input's first result in ``alive`` order (the first to arrive) back."""
+        missing = self.missing_inputs(alive)
+        if missing and self.fill is None:
+            raise MissingResultsError(
+                f"{self.name}: no result for inputs {missing[:20]} "
+                f"({len(missing)} of {self.num_inputs}); build the code with fill=... to decode anyway",
+                missing=missing,
+            )
+        return self._gather(Y, alive, self.fill), {"missing": missing}
 
 
 def _check_fill(fill) -> float:
@@ -90,17 +98,29 @@ class Uncoded(_Assignment):
     """Uncoded computation: ``N = K`` workers, worker k computes ``f(x_k)``.
 
     Promise (tested): exact when every input's result arrives. A missing result is
-    missing: :meth:`decode` raises, or fills the gap when asked.
+    missing: :meth:`decode` raises, or fills the gap with ``fill``.
+
+    Parameters
+    ----------
+    num_inputs : int
+        K >= 1 inputs, on N = K workers.
+    fill : float, optional
+        The value of an input's row when its result is missing (NaN, say); without it,
+        :meth:`decode` raises :class:`~codedcomputing.MissingResultsError`.
+
+    Examples
+    --------
+    >>> import numpy as np, codedcomputing as cc
+    >>> code = cc.Uncoded(3, fill=np.nan)
+    >>> code.decode(np.ones((2, 1)), [0, 2]).ravel().tolist()
+    [1.0, nan, 1.0]
     """
 
     name = "uncoded"
     description = "Uncoded: N = K workers, a straggler's input is lost"
 
-    def __init__(self, num_inputs: int):
-        super().__init__(num_inputs, 1)
-
-    def __repr__(self) -> str:
-        return f"Uncoded(num_inputs={self.num_inputs})"
+    def __init__(self, num_inputs: int, *, fill: float | None = None):
+        super().__init__(num_inputs, 1, fill)
 
 
 class Replication(_Assignment):
@@ -109,13 +129,33 @@ class Replication(_Assignment):
     stragglers never takes every copy of an input). The first copy to arrive wins.
 
     Promise (tested): exact when at least one copy of every input arrives.
+
+    Parameters
+    ----------
+    num_inputs : int
+        K >= 1 inputs.
+    replicas : int, default 2
+        Copies of each input, r >= 1 (N = r K workers).
+    fill : float, optional
+        As for :class:`Uncoded`: the row of an input none of whose copies arrived.
+
+    References
+    ----------
+    K. Lee, M. Lam, R. Pedarsani, D. Papailiopoulos, K. Ramchandran. Speeding up distributed
+    machine learning using codes. IEEE Transactions on Information Theory 64, 2018 (coded
+    computation against replication under stragglers).
+
+    Examples
+    --------
+    >>> import numpy as np, codedcomputing as cc
+    >>> code = cc.Replication(2, replicas=3)  # workers 0..5 compute inputs 0, 1, 0, 1, 0, 1
+    >>> X = np.array([[1.0], [2.0]])
+    >>> code.decode(code.encode(X)[[3, 4]], [3, 4]).ravel().tolist()
+    [1.0, 2.0]
     """
 
     name = "replication"
     description = "Replication: each input on r workers, the first copy to arrive wins"
 
-    def __init__(self, num_inputs: int, replicas: int = 2):
-        super().__init__(num_inputs, replicas)
-
-    def __repr__(self) -> str:
-        return f"Replication(num_inputs={self.num_inputs}, replicas={self.replicas})"
+    def __init__(self, num_inputs: int, replicas: int = 2, *, fill: float | None = None):
+        super().__init__(num_inputs, replicas, fill)

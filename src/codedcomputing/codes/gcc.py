@@ -6,9 +6,10 @@ import numpy as np
 
 from .. import _arraylib
 from ..spline import SmoothingMap, check_lambda, gcv_lambda
-from .base import Code, check_count, resolve_points
+from .base import Code
 
 __all__ = ["GCC"]
+
 
 class GCC(Code):
     r"""General Coded Computing with natural cubic smoothing splines.
@@ -32,16 +33,43 @@ class GCC(Code):
     pays when results are noisy or adversarial: tune it for those cases.
 
     ``lambda_dec="gcv"`` picks the decoder's lambda at every decode by generalised
-    cross-validation on the returned results (:func:`codedcomputing.spline.gcv_lambda`; the
-    choice is in ``last_lambda_dec``): for noisy results, at the cost of a few spline fits
-    per decode.
+    cross-validation on the returned results (:func:`codedcomputing.spline.gcv_lambda`; each
+    call's choice is in ``decode_details(Y, alive).info["lambda_dec"]``): for noisy results,
+    at the cost of a few spline fits per decode.
 
     Promise (tested): inputs affine in ``alpha`` pushed through an affine ``f`` are recovered
     exactly, at any lambdas, from any two or more results.
 
-    Parameters: ``num_inputs`` K >= 1, ``num_workers`` N >= 2, ``points`` ('chebyshev' puts
-    ``alpha`` at Chebyshev points of the first kind and ``beta`` at those of the second kind;
-    'equispaced'), or explicit ``alpha`` / ``beta`` arrays of distinct points.
+    Parameters
+    ----------
+    num_inputs, num_workers : int
+        K >= 1 inputs, N >= 2 workers (``K > N`` warns).
+    lambda_enc : float, default 0
+        The encoder's smoothing parameter (mean convention), >= 0.
+    lambda_dec : float or "gcv", default 0
+        The decoder's, or ``"gcv"`` to pick it per decode.
+    points : {"chebyshev", "equispaced"}, default "chebyshev"
+        "chebyshev" puts ``alpha`` at Chebyshev points of the first kind and ``beta`` at those
+        of the second kind (which include the ends +-1).
+    alpha, beta : array_like, optional
+        Explicit distinct points instead.
+
+    References
+    ----------
+    P. Moradi, B. Tahmasebi, M. A. Maddah-Ali. Coded computing for resilient distributed
+    computing: a learning-theoretic framework (General Coded Computing). NeurIPS 2024.
+
+    C. H. Reinsch. Smoothing by spline functions. Numerische Mathematik 10, 1967.
+
+    Examples
+    --------
+    >>> import numpy as np, codedcomputing as cc
+    >>> code = cc.GCC(num_inputs=4, num_workers=12)
+    >>> X = np.random.default_rng(0).normal(size=(4, 3))
+    >>> alive = cc.stragglers.random(12, 3, rng=0)
+    >>> est = code.decode(np.tanh(code.encode(X))[alive], alive)
+    >>> est.shape
+    (4, 3)
     """
 
     name = "gcc"
@@ -58,22 +86,18 @@ class GCC(Code):
         alpha=None,
         beta=None,
     ):
-        self.num_inputs = check_count(num_inputs, "num_inputs", 1)
-        self.num_workers = check_count(num_workers, "num_workers", 2)
+        super().__init__(num_inputs, num_workers, points=points, alpha=alpha, beta=beta)
         self._lambda_enc = check_lambda(lambda_enc, "lambda_enc")
         if isinstance(lambda_dec, str) and lambda_dec != "gcv":
             raise ValueError(f"lambda_dec must be a number >= 0 or 'gcv', got {lambda_dec!r}")
         self.gcv = lambda_dec == "gcv"
         self._lambda_dec = 0.0 if self.gcv else check_lambda(lambda_dec, "lambda_dec")
-        self.last_lambda_dec = self._lambda_dec  # the lambda_dec of the latest decode
         for name, lam, n in (
             ("lambda_enc", self._lambda_enc, self.num_inputs),
             ("lambda_dec", self._lambda_dec, self.num_workers),
         ):
             if not np.isfinite(lam * n):
                 raise ValueError(f"{name} = {lam:g} is too large (the spline weight n * {name} overflows)")
-        self.points = points
-        self._set_points(*resolve_points(points, alpha, beta, self.num_inputs, self.num_workers))
         if self.num_inputs == 1:  # one point: the minimiser is the constant x_1
             self.encoder = None
         else:
@@ -86,18 +110,25 @@ class GCC(Code):
     @property
     def lambda_dec(self) -> float | str:
         """The decoder's lambda, or ``"gcv"`` when each decode picks its own (then see
-        ``last_lambda_dec``)."""
+        :meth:`decode_details`)."""
         return "gcv" if self.gcv else self._lambda_dec
 
     @property
     def min_results(self) -> int:
         return 2
 
-    def __repr__(self) -> str:
-        return (
-            f"GCC(num_inputs={self.num_inputs}, num_workers={self.num_workers}, "
-            f"lambda_enc={self.lambda_enc:g}, lambda_dec={self.lambda_dec!r})"
-        )
+    @property
+    def linear(self) -> bool:
+        """False with ``lambda_dec="gcv"``: the lambda, and so the map, depends on ``Y``."""
+        return not self.gcv
+
+    def promised_case(self, rng):
+        """Inputs affine in ``alpha`` through an affine ``f``, from a random alive set."""
+        a, b = rng.normal(size=(2, 3))
+        weights, shift = rng.normal(size=(3, 2)), rng.normal(size=2)
+        X = a + b * self.alpha[:, None]
+        alive = np.sort(rng.choice(self.num_workers, rng.integers(2, self.num_workers + 1), replace=False))
+        return X, lambda x: x @ weights + shift, alive
 
     def decoder(self, alive) -> SmoothingMap:
         """The decoder's linear map for the (sorted or not) set of returned workers ``alive``.
@@ -129,6 +160,6 @@ class GCC(Code):
             Y = _arraylib.take_rows(Y, order)
         if self.gcv and alive.size >= 3:
             knots = self.beta[alive[order]]
-            self.last_lambda_dec = gcv_lambda(knots, _arraylib.to_float64(Y))
-            return SmoothingMap(knots, self.last_lambda_dec, self.alpha)(Y)
-        return self._decoder(alive[order])(Y)
+            lam = gcv_lambda(knots, _arraylib.to_float64(Y))
+            return SmoothingMap(knots, lam, self.alpha)(Y), {"lambda_dec": lam}
+        return self._decoder(alive[order])(Y), {"lambda_dec": self._lambda_dec}

@@ -8,8 +8,8 @@ import numpy as np
 from scipy.interpolate import BarycentricInterpolator
 
 from .. import _arraylib
-from .._validation import check_flag
-from .base import Code, check_count, read_only, resolve_points
+from .._validation import check_count, check_flag
+from .base import Code, read_only
 
 __all__ = ["LCC", "lagrange_matrix"]
 
@@ -46,9 +46,34 @@ class LCC(Code):
 
     Promise (tested): exact (to rounding) for such ``f`` from any ``recovery_threshold`` or
     more results. Below the threshold ``decode`` raises
-    :class:`~codedcomputing.errors.InsufficientResultsError`
-    unless called with ``best_effort=True``, which returns the interpolant through the
-    results that did arrive (LCC's breakdown, for plots).
+    :class:`~codedcomputing.errors.InsufficientResultsError`, unless the code was built with
+    ``best_effort=True``: then it returns the interpolant through the results that did arrive
+    (LCC's breakdown, for plots), warns, and reports ``info["exact"] = False``.
+
+    Parameters
+    ----------
+    num_inputs, num_workers : int
+        K >= 1 inputs, N >= the recovery threshold workers.
+    degree : int, default 1
+        The total degree of the polynomial ``f`` that decoding is exact for.
+    best_effort : bool, default False
+        Decode below the recovery threshold too (from one result on).
+    points, alpha, beta
+        As for :class:`~codedcomputing.GCC`.
+
+    References
+    ----------
+    Q. Yu, S. Li, N. Raviv, S. M. M. Kalan, M. Soltanolkotabi, S. Avestimehr. Lagrange coded
+    computing: optimal design for resiliency, security and privacy. AISTATS 2019.
+
+    Examples
+    --------
+    >>> import numpy as np, codedcomputing as cc
+    >>> code = cc.LCC(3, 8, degree=2)  # exact from any (3 - 1) * 2 + 1 = 5 results
+    >>> X = np.arange(6.0).reshape(3, 2)
+    >>> alive = [0, 2, 3, 6, 7]
+    >>> bool(np.allclose(code.decode((code.encode(X) ** 2)[alive], alive), X**2))
+    True
     """
 
     name = "lcc"
@@ -60,55 +85,57 @@ class LCC(Code):
         num_workers: int,
         degree: int = 1,
         *,
+        best_effort: bool = False,
         points: str = "chebyshev",
         alpha=None,
         beta=None,
     ):
-        self.num_inputs = check_count(num_inputs, "num_inputs", 1)
-        self.num_workers = check_count(num_workers, "num_workers", 2)
+        # The threshold first: it says more than the K <= N check of the base.
+        num_inputs = check_count(num_inputs, "num_inputs", 1)
+        num_workers = check_count(num_workers, "num_workers", self.min_workers)
         self.degree = check_count(degree, "degree", 1)
-        self.recovery_threshold = (self.num_inputs - 1) * self.degree + 1
-        if self.recovery_threshold > self.num_workers:
+        self.best_effort = check_flag(best_effort, "best_effort")
+        self.recovery_threshold = (num_inputs - 1) * self.degree + 1
+        if self.recovery_threshold > num_workers:
             raise ValueError(
-                f"num_workers = {self.num_workers} is below LCC's recovery threshold "
+                f"num_workers = {num_workers} is below LCC's recovery threshold "
                 f"(num_inputs - 1) * degree + 1 = {self.recovery_threshold}"
             )
-        self._set_points(*resolve_points(points, alpha, beta, self.num_inputs, self.num_workers))
+        super().__init__(num_inputs, num_workers, points=points, alpha=alpha, beta=beta)
         self.encoder_matrix = read_only(lagrange_matrix(self.alpha, self.beta))
 
     @property
     def min_results(self) -> int:
-        return self.recovery_threshold
-
-    def __repr__(self) -> str:
-        return f"LCC(num_inputs={self.num_inputs}, num_workers={self.num_workers}, degree={self.degree})"
+        """The recovery threshold; 1 with ``best_effort``."""
+        return 1 if self.best_effort else self.recovery_threshold
 
     def complete(self, alive) -> bool:
         """True once ``alive`` reaches the recovery threshold: decoding is then exact."""
-        return _arraylib.check_alive(alive, self.num_workers).size >= self.min_results
+        return _arraylib.check_alive(alive, self.num_workers).size >= self.recovery_threshold
 
-    def decode(self, Y, alive, *, best_effort: bool = False):
-        """Decode; below ``recovery_threshold`` results raise unless ``best_effort``."""
-        best_effort = check_flag(best_effort, "best_effort")
-        Y, alive = self._usable_results(Y, alive)
-        if alive.size < self.recovery_threshold:
-            if not best_effort or alive.size == 0:
-                self._require(alive, self.recovery_threshold)
-            warnings.warn(
-                f"LCC decoding from {alive.size} < recovery_threshold = {self.recovery_threshold} "
-                "results: the estimate is not exact",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-        return self._decode(Y, alive)
+    def promised_case(self, rng):
+        """A polynomial ``f`` of this code's degree, from a random set of threshold or more."""
+        weights, shift = rng.normal(size=(3, 2)) / 2, rng.normal(size=(3, 2))
+        X = rng.normal(size=(self.num_inputs, 3)) / 2
+        size = rng.integers(self.recovery_threshold, self.num_workers + 1)
+        alive = np.sort(rng.choice(self.num_workers, size, replace=False))
+        return X, lambda x: (x @ weights) ** self.degree + x @ shift, alive
 
     def _encode(self, X):
         return _arraylib.apply_matrix(self.encoder_matrix, X)
 
     def _decode(self, Y, alive):
+        exact = alive.size >= self.recovery_threshold
+        if not exact:  # only with best_effort: min_results lets it through
+            warnings.warn(
+                f"LCC decoding from {alive.size} < recovery_threshold = {self.recovery_threshold} "
+                "results: the estimate is not exact",
+                RuntimeWarning,
+                stacklevel=4,
+            )
         nodes = self.beta[alive]
         if alive.size > self.recovery_threshold:
             matrix = least_squares_matrix(nodes, self.alpha, self.recovery_threshold - 1)
         else:
             matrix = lagrange_matrix(nodes, self.alpha)
-        return _arraylib.apply_matrix(matrix, Y)
+        return _arraylib.apply_matrix(matrix, Y), {"exact": exact}

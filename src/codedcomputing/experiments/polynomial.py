@@ -51,7 +51,7 @@ def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: boo
     rng = np.random.default_rng(seed)
     k, n = config.num_inputs, config.num_workers
     f = quadratic(rng, config.dim, config.out_dim)
-    lcc, bacc, natural = LCC(k, n, config.degree), BACC(k, n), GCC(k, n)
+    lcc, bacc, natural = LCC(k, n, config.degree, best_effort=True), BACC(k, n), GCC(k, n)
     rows = []
     with progress("polynomial: stragglers", len(config.stragglers), show_progress) as step:
         for s in config.stragglers:
@@ -72,8 +72,7 @@ def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: boo
                     y = f(code.encode(x))[alive]
                     with warnings.catch_warnings():  # LCC below its threshold warns each time
                         warnings.simplefilter("ignore", RuntimeWarning)
-                        options = {"best_effort": True} if scheme == "lcc" else {}
-                        est = code.decode(y, alive, **options)
+                        est = code.decode(y, alive)
                     rows.append(
                         {
                             "experiment": NAME,

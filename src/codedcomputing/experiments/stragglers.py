@@ -52,8 +52,8 @@ def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: boo
     config = QUICK if quick else Config()
     k, n = config.num_inputs, config.num_workers
     data = datasets.mnist()
-    natural, bacc, replication = GCC(k, n), BACC(k, n), Replication(k, n // k)
-    uncoded = Uncoded(k)
+    natural, bacc, replication = GCC(k, n), BACC(k, n), Replication(k, n // k, fill=np.nan)
+    uncoded = Uncoded(k, fill=np.nan)
     rows = []
     steps = len(config.models) * len(config.stragglers)
     with progress("stragglers: models x S", steps, show_progress) as step:
@@ -81,11 +81,9 @@ def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: boo
                         scheme: code.decode(f(code.encode(x))[alive], alive)
                         for scheme, code in (("gcc", tuned), ("gcc-natural", natural), ("bacc", bacc))
                     }
-                    estimates["replication"] = replication.decode(
-                        f(replication.encode(x))[alive], alive, fill=np.nan
-                    )
+                    estimates["replication"] = replication.decode(f(replication.encode(x))[alive], alive)
                     alive_uncoded = stragglers.random(k, round(s * k / n), rng)
-                    estimates["uncoded"] = uncoded.decode(f(x)[alive_uncoded], alive_uncoded, fill=np.nan)
+                    estimates["uncoded"] = uncoded.decode(f(x)[alive_uncoded], alive_uncoded)
                     for scheme in SCHEMES:
                         est = estimates[scheme]
                         missing = np.isnan(est).any(axis=1)

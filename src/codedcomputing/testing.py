@@ -1,0 +1,469 @@
+"""The conformance suite every code passes, shipped for codes of your own.
+
+    from codedcomputing.testing import check_code
+    check_code(lambda num_inputs, num_workers: MyCode(num_inputs, num_workers))
+
+As scikit-learn's ``check_estimator`` does for estimators, :func:`check_code` builds codes of
+a few sizes and checks the contract of :class:`~codedcomputing.codes.Code`: attributes and
+shapes, the type, dtype and device of numpy arrays and torch tensors (torch only if it is
+installed), integer and bool inputs, results in any order and any integer form of ``alive``,
+NaN and inf results as erasures, the errors bad input must raise (naming the parameter),
+pickling, decoding from several threads at once, and the code's own promise
+(:meth:`Code.promised_case`). The first failure raises ``AssertionError`` naming the check
+and the code. No test framework is needed.
+
+Tolerances: two decodings that should agree may differ by rounding only, measured on the
+code's own linear maps (``factor * ||D||_inf * max|Y|`` for the decoding matrix ``D``) when
+:attr:`Code.linear` is true, and relative to the estimates' size otherwise.
+"""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from . import _arraylib
+from .codes import Code
+from .errors import InsufficientResultsError, MissingResultsError, NonFiniteResultWarning
+
+__all__ = ["CHECKS", "check_code"]
+
+try:  # torch is optional: its checks run only where it is installed
+    import torch
+except ImportError:  # pragma: no cover - the test environment has torch
+    torch = None
+
+SIZES = ((6, 20), (3, 7), (1, 2))
+
+
+def check_code(make_code: Callable[[int, int], Code], *, sizes=SIZES, seed: int = 0) -> list[str]:
+    """Run every check of :data:`CHECKS` on ``make_code(num_inputs, num_workers)`` for each
+    ``(num_inputs, num_workers)`` in ``sizes``; return the names of the checks that ran.
+
+    ``make_code`` may ignore ``num_workers`` (uncoded, replication); a size it refuses with
+    ``ValueError`` (LCC's threshold above ``num_workers``) is left out, but at least one
+    size must build. Raises ``AssertionError`` at the first check that fails.
+    """
+    built = []
+    for num_inputs, num_workers in sizes:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                built.append(make_code(num_inputs, num_workers))
+        except ValueError:
+            continue
+    if not built:
+        raise AssertionError(f"make_code built no code of the sizes {list(sizes)}")
+    for code in built:
+        if not isinstance(code, Code):
+            raise AssertionError(f"make_code returned {type(code).__name__}, not a codedcomputing Code")
+    ran = []
+    for check in CHECKS:
+        for index, code in enumerate(built):
+            rng = np.random.default_rng([seed, index])
+            try:
+                with warnings.catch_warnings():  # the code's own warnings are not failures here
+                    warnings.simplefilter("ignore")
+                    check(code, rng)
+            except AssertionError as err:
+                raise AssertionError(f"{check.__name__} failed for {code!r}: {err}") from err
+        ran.append(check.__name__)
+    return ran
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+def _numpy(x) -> np.ndarray:
+    return x.detach().cpu().numpy() if _arraylib.is_torch(x) else np.asarray(x)
+
+
+def _rows(x, index):
+    return _arraylib.take_rows(x, np.asarray(index, dtype=np.int64))
+
+
+def _sin(x):
+    return torch.sin(x) if _arraylib.is_torch(x) else np.sin(x)
+
+
+def _quiet(call, *args):
+    """``call(*args)``, failing on any warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return call(*args)
+
+
+def _decodable(code: Code) -> np.ndarray:
+    """An alive set the code decodes from, quietly and to finite estimates: every worker but
+    1, 2 and 3 when that works (distinct inputs of replication), else every worker (uncoded)."""
+    everyone = np.arange(code.num_workers)
+    if code.num_workers - 3 >= max(code.min_results, 2):
+        fewer = np.setdiff1d(everyone, [1, 2, 3])
+        try:
+            if np.all(np.isfinite(_quiet(code.decode, np.zeros((fewer.size, 1)), fewer))):
+                return fewer
+        except (InsufficientResultsError, MissingResultsError, RuntimeWarning):
+            pass
+    return everyone
+
+
+def _roundoff(code: Code, alive, Y, factor: float = 1e-12) -> float:
+    """How far two decodings of ``Y`` that differ by rounding only may be apart."""
+    scale = float(np.max(np.abs(_numpy(Y)))) if np.size(_numpy(Y)) else 0.0
+    if not code.linear:
+        return factor * 1e3 * max(scale, 1.0)
+    matrix = _numpy(_quiet(code.decode, np.eye(len(alive)), alive))
+    return factor * float(np.nanmax(np.nansum(np.abs(matrix), axis=1))) * scale  # NaN: filled rows
+
+
+def _encode_roundoff(code: Code, X, factor: float = 1e-12) -> float:
+    matrix = _numpy(code.encode(np.eye(code.num_inputs)))
+    return factor * float(np.abs(matrix).sum(axis=1).max()) * float(np.max(np.abs(_numpy(X))))
+
+
+def _close(actual, expected, atol: float, what: str) -> None:
+    actual, expected = _numpy(actual).astype(np.float64), _numpy(expected).astype(np.float64)
+    if actual.shape != expected.shape:
+        raise AssertionError(f"{what}: shape {actual.shape}, expected {expected.shape}")
+    both_nan = np.isnan(actual) & np.isnan(expected)  # rows a copying code filled with NaN
+    if np.any(np.isnan(actual) != np.isnan(expected)):
+        raise AssertionError(f"{what}: NaN where the other has a number")
+    gaps = np.abs(np.where(both_nan, 0.0, actual) - np.where(both_nan, 0.0, expected))
+    worst = float(np.max(gaps)) if gaps.size else 0.0
+    if not worst <= atol:
+        raise AssertionError(f"{what}: differs by {worst:.3g} (allowed {atol:.3g})")
+
+
+def _same_kind(out, like, what: str) -> None:
+    if _arraylib.is_torch(like):
+        ok = _arraylib.is_torch(out) and out.dtype == like.dtype and out.device == like.device
+    else:
+        ok = type(out) is np.ndarray and out.dtype == like.dtype
+    if not ok:
+        got = f"{type(out).__name__} {getattr(out, 'dtype', '')} {getattr(out, 'device', '')}"
+        want = f"{type(like).__name__} {like.dtype} {getattr(like, 'device', '')}"
+        raise AssertionError(f"{what} returned {got.strip()}, expected {want.strip()}")
+
+
+def _raises(error, call, *args, match: tuple[str, ...] = ()):
+    """The exception ``call(*args)`` raises, checked to be ``error`` and to mention one of ``match``."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            call(*args)
+    except error as err:
+        if match and not any(word in str(err) for word in match):
+            raise AssertionError(
+                f"the {type(err).__name__} does not name {' or '.join(match)}: {err}"
+            ) from err
+        return err
+    raise AssertionError(f"{getattr(call, '__name__', call)} accepted it: expected {error.__name__}")
+
+
+# -- the checks -----------------------------------------------------------------------------
+
+
+def check_attributes(code: Code, rng) -> None:
+    """``name``, ``description``, sizes, points, ``min_results``, repr and ``get_params``."""
+    assert isinstance(code.name, str) and code.name == code.name.lower() and type(code).name == code.name
+    assert isinstance(code.description, str) and code.description
+    assert type(code.num_inputs) is int and type(code.num_workers) is int
+    alpha, beta = np.asarray(code.alpha), np.asarray(code.beta)
+    assert alpha.shape == (code.num_inputs,), f"alpha has shape {alpha.shape}"
+    assert beta.shape == (code.num_workers,), f"beta has shape {beta.shape}"
+    for points in (alpha, beta):
+        assert np.all(np.isfinite(points)) and np.all((points >= -1) & (points <= 1)), (
+            "points outside [-1, 1]"
+        )
+    assert np.unique(alpha).size == code.num_inputs, "alpha has duplicate points"
+    assert isinstance(code.min_results, int) and 1 <= code.min_results <= code.num_workers
+    assert type(code).__name__ in repr(code)
+    twin = type(code)(**code.get_params())
+    X = rng.normal(size=(code.num_inputs, 2))
+    _close(twin.encode(X), code.encode(X), 0.0, "a code rebuilt from get_params() encodes")
+
+
+def check_shapes(code: Code, rng) -> None:
+    """Any trailing shape, the empty one included; ``encode`` leaves ``X`` alone."""
+    alive = _decodable(code)
+    for trailing in ((), (4,), (2, 3, 5), (0,)):
+        X = rng.standard_normal((code.num_inputs, *trailing))
+        before = X.copy()
+        coded = code.encode(X)
+        assert coded.shape == (code.num_workers, *trailing), f"encode gave {coded.shape} for {X.shape}"
+        assert np.array_equal(X, before), "encode modified its input"
+        est = code.decode(np.sin(coded[alive]), alive)
+        assert est.shape == (code.num_inputs, *trailing), f"decode gave {est.shape}"
+        assert np.all(np.isfinite(est)), "decode gave NaN or inf from finite results"
+
+
+def check_array_kinds(code: Code, rng) -> None:
+    """numpy float32/float64 and torch float32/float64 keep their type, dtype and device."""
+    alive = _decodable(code)
+    kinds = [np.float32, np.float64]
+    if torch is not None:
+        kinds += [torch.float32, torch.float64]
+    for dtype in kinds:
+        data = rng.standard_normal((code.num_inputs, 3, 2))
+        X = (
+            torch.tensor(data, dtype=dtype)
+            if torch is not None and isinstance(dtype, torch.dtype)
+            else data.astype(dtype)
+        )
+        coded = code.encode(X)
+        _same_kind(coded, X, "encode")
+        Y = _sin(_rows(coded, alive))
+        est = code.decode(Y, alive)
+        _same_kind(est, X, "decode")
+        assert tuple(est.shape) == (code.num_inputs, 3, 2)
+        assert np.all(np.isfinite(_numpy(est)))
+
+
+def check_integer_and_bool_inputs(code: Code, rng) -> None:
+    """Integer and bool inputs and results become floating point, with the same values."""
+    alive = _decodable(code)
+    for dtype in (np.int64, np.int32):
+        X = rng.integers(-5, 6, size=(code.num_inputs, 4)).astype(dtype)
+        coded = code.encode(X)
+        assert isinstance(coded, np.ndarray) and np.issubdtype(coded.dtype, np.floating)
+        _close(coded, code.encode(X.astype(np.float64)), _encode_roundoff(code, X), "integer X")
+        Y = np.round(10 * coded[alive]).astype(dtype)
+        est = code.decode(Y, alive)
+        assert np.issubdtype(est.dtype, np.floating)
+        _close(est, code.decode(Y.astype(np.float64), alive), _roundoff(code, alive, Y), "integer Y")
+    mask = rng.random((code.num_inputs, 3)) > 0.5
+    _close(code.encode(mask), code.encode(mask.astype(np.float64)), 0.0, "bool X")
+    if torch is not None:
+        out = code.encode(torch.arange(code.num_inputs * 3).reshape(code.num_inputs, 3))
+        assert _arraylib.is_torch(out) and out.is_floating_point()
+        out = code.encode(torch.tensor(mask))
+        assert out.is_floating_point()
+        _close(
+            out,
+            code.encode(mask.astype(np.float64)),
+            1e-6 * max(1.0, float(np.abs(_numpy(out)).max())),
+            "bool tensor",
+        )
+
+
+def check_alive_in_any_order_and_form(code: Code, rng) -> None:
+    """Results in any order; ``alive`` as a list, numpy ints, uint16, a range or a tensor."""
+    alive = _decodable(code)
+    Y = np.sin(code.encode(rng.standard_normal((code.num_inputs, 5)))[alive])
+    reference = code.decode(Y, alive)
+    atol = _roundoff(code, alive, Y)
+    for _ in range(3):
+        perm = rng.permutation(alive.size)
+        _close(code.decode(Y[perm], alive[perm]), reference, atol, "decode of permuted results")
+    forms = [alive.tolist(), [np.int32(a) for a in alive], alive.astype(np.uint16), alive.astype(float)]
+    if np.array_equal(alive, np.arange(code.num_workers)):
+        forms.append(range(code.num_workers))
+    if torch is not None:
+        forms.append(torch.as_tensor(alive))
+        perm = rng.permutation(alive.size)
+        _close(code.decode(torch.tensor(Y[perm]), alive[perm]), reference, atol, "torch results, permuted")
+    for form in forms:
+        _close(code.decode(Y, form), reference, atol, f"alive as {type(form).__name__}")
+    _close(code.decode(list(Y), alive), reference, atol, "Y as a list of rows")
+    if torch is not None:
+        _close(
+            code.decode([torch.tensor(row) for row in Y], alive), reference, atol, "Y as a list of tensors"
+        )
+
+
+def check_bad_input(code: Code, rng) -> None:
+    """Bad X, Y and alive raise ValueError naming the parameter; too few results raise
+    InsufficientResultsError with ``.needed`` and ``.alive``."""
+    K = code.num_inputs
+    for bad in (np.nan, np.inf, -np.inf):
+        X = rng.standard_normal((K, 3))
+        X[K // 2, 1] = bad
+        _raises(ValueError, code.encode, X, match=("X",))
+        if torch is not None:
+            _raises(ValueError, code.encode, torch.tensor(X), match=("X",))
+    for shape in ((K + 1, 3), (K - 1, 3), (0, 3), ()):
+        _raises(ValueError, code.encode, np.ones(shape), match=("X",))
+    _raises(ValueError, code.encode, np.array([["a"] * 3] * K), match=("X",))
+    alive = _decodable(code)
+    for delta in (-1, 1):
+        _raises(ValueError, code.decode, np.ones((alive.size + delta, 3)), alive, match=("Y", "alive"))
+    if alive.size >= 2:
+        duplicated = alive.copy()
+        duplicated[-1] = duplicated[0]
+        err = _raises(ValueError, code.decode, np.ones((alive.size, 3)), duplicated, match=("alive",))
+        assert "duplicate" in str(err)
+    for wrong in (-1, code.num_workers):
+        outside = alive.copy()
+        outside[-1] = wrong
+        _raises(ValueError, code.decode, np.ones((alive.size, 3)), outside, match=("alive",))
+    n = code.num_workers
+    for bad in (np.ones(n, dtype=bool), np.arange(n) + 0.5, np.arange(n)[:, None]):
+        _raises(ValueError, code.decode, np.ones((n, 2)), bad, match=("alive",))
+    for bad in (np.arange(n) + 0.5, [[0, 1], [2]]):
+        _raises(ValueError, code.complete, bad, match=("alive",))
+    needed = code.min_results
+    err = _raises(InsufficientResultsError, code.decode, np.ones((needed - 1, 3)), np.arange(needed - 1))
+    assert isinstance(err, ValueError) and err.needed == needed and err.alive == list(range(needed - 1))
+
+
+def check_nonfinite_results_are_erasures(code: Code, rng) -> None:
+    """A result with NaN or inf is dropped with one NonFiniteResultWarning naming its worker:
+    the estimates are those without it (or the same error, if the code then cannot decode)."""
+    alive = _decodable(code)
+    kinds = ["numpy"] + (["torch"] if torch is not None else [])
+    for kind, bad in ((k, b) for k in kinds for b in (np.nan, np.inf)):
+        data = np.sin(code.encode(rng.standard_normal((code.num_inputs, 4)))[alive])
+        Y = torch.tensor(data) if kind == "torch" else data.copy()
+        j = alive.size // 2
+        Y[j, 1] = bad  # one bad entry poisons the whole row
+        keep = np.delete(np.arange(alive.size), j)
+        try:
+            expected = _quiet(code.decode, _rows(Y, keep), alive[keep])
+            failure = None
+        except (InsufficientResultsError, MissingResultsError) as err:
+            expected, failure = None, type(err)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if failure is not None:
+                _raises(failure, code.decode, Y, alive)
+                est = None
+            else:
+                est = code.decode(Y, alive)
+        if failure is None:
+            flagged = [w for w in caught if issubclass(w.category, NonFiniteResultWarning)]
+            assert len(flagged) == 1, f"{len(flagged)} NonFiniteResultWarnings for one bad result"
+            assert str(int(alive[j])) in str(flagged[0].message), "the warning does not name the worker"
+            _same_kind(est, Y, "decode with an erasure")
+            _close(est, expected, _roundoff(code, alive[keep], _rows(Y, keep)), "decode with an erasure")
+        if failure is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", NonFiniteResultWarning)
+                erased = code.decode_details(Y, alive).erased.tolist()
+            assert erased == [int(alive[j])], f"decode_details().erased is {erased}"
+
+
+def check_numpy_and_torch_agree(code: Code, rng) -> None:
+    """A torch tensor and a numpy array with the same numbers encode and decode alike."""
+    if torch is None:
+        return
+    X = rng.standard_normal((code.num_inputs, 3, 2))
+    coded = code.encode(X)
+    _close(code.encode(torch.tensor(X)), coded, _encode_roundoff(code, X), "torch encode")
+    alive = _decodable(code)
+    Y = np.sin(coded[alive])
+    _close(
+        code.decode(torch.tensor(Y), torch.tensor(alive)),
+        code.decode(Y, alive),
+        _roundoff(code, alive, Y),
+        "torch decode",
+    )
+
+
+def check_decode_details(code: Code, rng) -> None:
+    """``decode_details`` returns decode's estimates, the sorted workers used and no erasures."""
+    alive = rng.permutation(_decodable(code))
+    Y = np.sin(code.encode(rng.standard_normal((code.num_inputs, 3)))[alive])
+    details = code.decode_details(Y, alive)
+    _close(details.estimates, code.decode(Y, alive), _roundoff(code, alive, Y), "decode_details().estimates")
+    assert details.alive.tolist() == sorted(alive.tolist()) and details.erased.size == 0
+    assert all(isinstance(key, str) for key in details.info)
+
+
+def check_pickling(code: Code, rng) -> None:
+    """A pickled and unpickled code (after decoding, so with a warm cache) decodes the same."""
+    alive = _decodable(code)
+    Y = rng.normal(size=(alive.size, 2))
+    before = code.decode(Y, alive)
+    clone = pickle.loads(pickle.dumps(code))
+    _close(clone.decode(Y, alive), before, 0.0, "the unpickled code's decode")
+    _close(
+        clone.encode(np.ones((code.num_inputs, 1))),
+        code.encode(np.ones((code.num_inputs, 1))),
+        0.0,
+        "its encode",
+    )
+
+
+def check_thread_safety(code: Code, rng) -> None:
+    """Decoding different alive sets from eight threads at once gives the serial answers."""
+    candidates = [_decodable(code)]
+    for _ in range(15):
+        size = int(rng.integers(max(code.min_results, 1), code.num_workers + 1))
+        candidates.append(np.sort(rng.choice(code.num_workers, size, replace=False)))
+    Y = np.sin(code.encode(rng.standard_normal((code.num_inputs, 3))))
+    jobs = []
+    for alive in candidates:
+        try:
+            expected = _quiet(code.decode, Y[alive], alive)
+        except (InsufficientResultsError, MissingResultsError, RuntimeWarning):
+            continue
+        jobs.append((alive, expected))
+    fresh = pickle.loads(pickle.dumps(code))  # an empty cache: the threads build the decoders
+
+    def decode(job):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fresh.decode(Y[job[0]], job[0])
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(decode, jobs * 4))
+    for (alive, expected), got in zip(jobs * 4, results, strict=True):
+        _close(
+            got, expected, _roundoff(code, alive, Y[alive]), f"a concurrent decode of {alive.size} results"
+        )
+
+
+def check_promise(code: Code, rng) -> None:
+    """The code's own promise (:meth:`Code.promised_case`), on five random instances."""
+    for _ in range(5):
+        case = code.promised_case(rng)
+        if case is None:
+            return
+        X, f, alive = case
+        truth = f(np.asarray(X, dtype=np.float64))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = code.decode(f(code.encode(X))[alive], alive)
+        _close(
+            est,
+            truth,
+            1e-8 * max(1.0, float(np.max(np.abs(truth)))),
+            f"the promise from {len(alive)} results",
+        )
+
+
+def check_complete(code: Code, rng) -> None:
+    """``complete`` is a bool, true for every worker; and what it calls complete decodes."""
+    everyone = np.arange(code.num_workers)
+    assert code.complete(everyone) is True
+    assert isinstance(code.complete(everyone[: code.min_results]), bool)
+    for _ in range(5):
+        alive = np.sort(
+            rng.choice(code.num_workers, int(rng.integers(1, code.num_workers + 1)), replace=False)
+        )
+        if code.complete(alive):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                est = code.decode(np.ones((alive.size, 2)), alive)
+            assert np.all(np.isfinite(_numpy(est))), "a complete alive set decoded to NaN"
+
+
+CHECKS = [
+    check_attributes,
+    check_shapes,
+    check_array_kinds,
+    check_integer_and_bool_inputs,
+    check_alive_in_any_order_and_form,
+    check_bad_input,
+    check_nonfinite_results_are_erasures,
+    check_numpy_and_torch_agree,
+    check_decode_details,
+    check_pickling,
+    check_thread_safety,
+    check_promise,
+    check_complete,
+]
