@@ -101,7 +101,7 @@ def test_declared_output_shape_guards_a_call_that_waits_for_one_result():
 
 
 def test_a_tie_between_shapes_keeps_the_one_that_got_there_first():
-    collector = cc.runtime.clusters._Collector(4, lambda alive: False)
+    collector = cc.runtime.collect.Collector(4, lambda alive: False)
     for worker, width in enumerate([2, 3, 3, 2]):
         collector.arrive(worker, 0.0, np.zeros((1, width)))
     gathered = collector.gathered(np.zeros(4), {}, 0.0, False, like=np.zeros((4, 1)))

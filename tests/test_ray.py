@@ -201,7 +201,7 @@ def test_ray_gate_opens_in_any_order_and_a_skip_is_never_a_result(ray_session):
     assert isinstance(skipped, ray_cluster._Skipped)
     outcome, seconds = ray_cluster._resolve(ray_session.put(skipped))
     assert isinstance(outcome, ray_cluster.CallOver) and np.isnan(seconds)
-    collector = cc.runtime.clusters._Collector(1, lambda alive: len(alive) >= 1)
+    collector = cc.runtime.collect.Collector(1, lambda alive: len(alive) >= 1)
     collector.arrive(0, 0.1, outcome)
     assert collector.failed and not collector.alive  # a failure, never a result
     ray_session.kill(board)
@@ -271,3 +271,20 @@ def test_ray_cluster_joins_a_running_cluster_by_address(ray_session, tmp_path):
     assert float(lines["error"]) < 1e-12
     assert lines["initialised_after_close"] == "False"  # close disconnects the driver it connected...
     assert ray_session.get(ray_session.put(1)) == 1  # ...and leaves the running cluster serving
+
+
+def zero_division(x):
+    return x * (1 // int(x.ravel()[0] * 0))
+
+
+@pytest.mark.slow
+def test_ray_submit_and_collect_and_the_error_that_says_why(ray_session):
+    cluster = cc.RayCluster(faults=cc.faults.Fixed({1: "hang"}), seed=2, skip_min_s=0.0)
+    call = cluster.submit(f, cc.GCC(K, N).encode(batch()))
+    gathered = cluster.collect(call, N - 1)
+    assert sorted(gathered.alive.tolist()) == [n for n in range(N) if n != 1]
+    with pytest.raises(ValueError, match="already collected"):
+        cluster.collect(call, 1)
+    cluster.faults = None
+    with pytest.raises(cc.InsufficientResultsError, match=f"{N} of {N} failed with ZeroDivisionError"):
+        cc.CodedExecutor(cc.GCC(K, N), zero_division, cluster).run(batch(), wait_for=N - 2)

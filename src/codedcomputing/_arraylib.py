@@ -6,6 +6,7 @@ torch is never imported here unless the caller already passed a torch tensor.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import warnings
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ __all__ = [
     "check_results",
     "convert_like",
     "empty_like_rows",
+    "inference_mode",
     "is_torch",
     "to_float64",
 ]
@@ -31,6 +33,16 @@ def is_torch(x) -> bool:
     """
     tensor = getattr(sys.modules.get("torch"), "Tensor", None)
     return tensor is not None and isinstance(x, tensor)
+
+
+def inference_mode(f, x):
+    """``torch.no_grad()`` when ``f`` is a torch module or ``x`` a tensor, else a no-op: workers
+    run ``f`` for coded inference, so estimates carry no autograd history."""
+    torch = sys.modules.get("torch")
+    module = getattr(getattr(torch, "nn", None), "Module", None)
+    if is_torch(x) or (module is not None and isinstance(f, module)):
+        return torch.no_grad()
+    return contextlib.nullcontext()
 
 
 def convert_like(x, like):

@@ -5,11 +5,13 @@ Layering: the runtime knows the :class:`~codedcomputing.codes.Code` interface (`
 """
 
 from . import delays, faults
-from .clusters import Cluster, Gathered, SimulatedCluster, ThreadCluster
+from .clusters import Call, Cluster, SimulatedCluster, ThreadCluster
 from .executor import CodedExecutor, Report, Result
 from .ray_cluster import RayCluster
+from .record import Gathered, WorkerRecord
 
 __all__ = [
+    "Call",
     "Cluster",
     "CodedExecutor",
     "Gathered",
@@ -18,6 +20,7 @@ __all__ = [
     "Result",
     "SimulatedCluster",
     "ThreadCluster",
+    "WorkerRecord",
     "delays",
     "faults",
 ]

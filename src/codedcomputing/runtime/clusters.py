@@ -1,27 +1,27 @@
-"""Cluster backends and their one primitive, :meth:`Cluster.gather`.
+"""Cluster backends and their one primitive: dispatch N tasks, take the first results.
 
-``gather(f, inputs, wait_for, deadline)`` gives worker ``n`` the task ``f(inputs[n:n+1])``
-for every ``n``, takes results in the order they arrive until ``wait_for`` usable ones
-are in (or the workers that arrived satisfy a predicate, or ``deadline`` seconds have
-passed, or nothing more can come), and drops or cancels the rest. Everything
-straggler-related (:class:`~codedcomputing.runtime.CodedExecutor`, the latency experiment,
-the demo) is built on it. Backends: :class:`ThreadCluster` (in-process threads, the
-embedded default), :class:`~codedcomputing.runtime.RayCluster` and
+``cluster.gather(f, inputs, wait_for, deadline)`` gives worker ``n`` the task
+``f(inputs[n:n+1])`` for every ``n``, takes results in the order they arrive until
+``wait_for`` usable ones are in (or the workers that arrived satisfy a predicate, or
+``deadline`` seconds have passed, or nothing more can come), and drops the rest. It is
+:meth:`Cluster.submit` (dispatch; returns a :class:`Call`) and :meth:`Cluster.collect`
+(wait) together; the two apart let a caller dispatch the next call while it still works on
+this one. Everything straggler-related (:class:`~codedcomputing.runtime.CodedExecutor`, the
+latency experiment, the demo) is built on it. Backends: :class:`ThreadCluster` (in-process
+threads, the embedded default), :class:`~codedcomputing.runtime.RayCluster` and
 :class:`SimulatedCluster` (a virtual clock).
 
-A result is *usable* when the task returned without raising, and the output is an array
-of finite numbers (a tensor, or anything numpy reads as numbers) with one row, shaped like
-the most of the arrived results (or like the shape the caller declared). Anything else (an
-exception, ``SystemExit``, a crash, NaN, None, strings, a minority shape) makes the worker
-a straggler recorded in :attr:`Gathered.failed`, never an error of the caller. Injected
-delays (:mod:`~codedcomputing.runtime.delays`) are added to each worker's real time on the
-master's side; injected faults (:mod:`~codedcomputing.runtime.faults`) replace what the
-worker does.
+What counts as a usable result is :mod:`~codedcomputing.runtime.collect`'s to say: anything
+else makes the worker a straggler, never an error of the caller. Injected delays
+(:mod:`~codedcomputing.runtime.delays`) are added to each worker's real time on the master's
+side; injected faults (:mod:`~codedcomputing.runtime.faults`) replace what the worker does.
+Workers run ``f`` under ``torch.no_grad()`` when it is a torch module or gets tensors:
+this is coded inference, and the estimates carry no autograd history (to differentiate
+through a code, call its ``encode`` and ``decode`` directly).
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 import numbers
 import queue
@@ -35,54 +35,15 @@ import numpy as np
 
 from .. import _arraylib
 from .._validation import check_count, check_number, check_rng
+from .collect import Collector, check_output_shape, wait_real_time
 from .delays import DelayModel
 from .faults import FaultModel, InjectedFault, corrupt
+from .record import Gathered
 
-__all__ = ["Cluster", "Gathered", "SimulatedCluster", "ThreadCluster", "run_task"]
+__all__ = ["Call", "Cluster", "Gathered", "SimulatedCluster", "ThreadCluster", "run_task"]
 
 WaitFor = int | Callable[[np.ndarray], bool]
 MAX_THREADS = 10_000  # a pool larger than this is a typo, not a cluster
-
-
-@dataclass(eq=False)
-class Gathered:
-    """What one :meth:`Cluster.gather` call got back.
-
-    - ``results``: the usable outputs stacked in arrival order, ``(len(alive), ...)``, as
-      ``f`` returned them (numpy or torch); ``None`` when nothing usable arrived.
-    - ``alive``: the workers whose usable results these are, in arrival order.
-    - ``latency``: ``(N,)`` seconds from dispatch to each worker's arrival (usable or
-      failed), injected delay included; NaN for workers that never arrived in time.
-    - ``failed``: ``{worker: reason}`` for workers that arrived with an exception or an
-      unusable output. ``dropped``: workers that had not arrived when the call ended
-      (slow, hung, or cancelled), sorted.
-    - ``delays``: the injected ``(N,)`` delays; ``faults``: the injected ``{worker: kind}``.
-    - ``wall_s``: seconds the call took (virtual seconds on a simulated cluster).
-    - ``timed_out``: True when the deadline ended the call before ``wait_for`` was met.
-    """
-
-    results: object
-    alive: np.ndarray
-    latency: np.ndarray
-    failed: dict[int, str]
-    dropped: np.ndarray
-    delays: np.ndarray
-    faults: dict[int, str]
-    wall_s: float
-    timed_out: bool = False
-    compute_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
-
-    def trace_rows(self, call: int) -> list[dict]:
-        """This call's latencies as rows for a replayable trace (:meth:`delays.Trace.from_csv`)."""
-        return trace_rows(self.latency, call)
-
-
-def trace_rows(latency: np.ndarray, call: int) -> list[dict]:
-    """``[{"call", "worker", "latency_s"}]``, one per worker; ``""`` for one that never arrived."""
-    return [
-        {"call": int(call), "worker": n, "latency_s": float(t) if np.isfinite(t) else ""}
-        for n, t in enumerate(np.asarray(latency, dtype=np.float64))
-    ]
 
 
 def run_task(f, x, fault: str | None, seed: int):
@@ -96,7 +57,8 @@ def run_task(f, x, fault: str | None, seed: int):
         while True:  # never ends: threads never start such a task, Ray ends hangs at its gate
             time.sleep(3600)
     start = time.perf_counter()
-    out = f(x)
+    with _arraylib.inference_mode(f, x):
+        out = f(x)
     seconds = time.perf_counter() - start
     if fault in ("nan", "garbage"):
         out = corrupt(out, fault, seed)
@@ -130,24 +92,6 @@ def check_deadline(deadline) -> float:
     raise ValueError(f"deadline must be a number of seconds > 0 (or inf), or None, got {deadline!r}")
 
 
-def check_output_shape(output_shape) -> tuple[int, ...] | None:
-    """``output_shape`` (None, or a sequence of sizes >= 0) as a tuple of ints."""
-    if output_shape is None:
-        return None
-    try:
-        sizes = tuple(output_shape)
-    except TypeError:
-        sizes = None
-    if sizes is None or not all(
-        isinstance(size, (int, np.integer)) and not isinstance(size, bool) and size >= 0 for size in sizes
-    ):
-        raise ValueError(
-            "output_shape must be None or a sequence of sizes >= 0 (f's output for one input, "
-            f"without the batch axis), got {output_shape!r}"
-        )
-    return tuple(int(size) for size in sizes)
-
-
 def _num_rows(inputs) -> int:
     if not hasattr(inputs, "shape") or len(inputs.shape) == 0 or inputs.shape[0] == 0:
         shape = tuple(inputs.shape) if hasattr(inputs, "shape") else type(inputs).__name__
@@ -155,119 +99,35 @@ def _num_rows(inputs) -> int:
     return int(inputs.shape[0])
 
 
-class _Collector:
-    """Sorts arrivals into usable results and failures, in arrival order.
+@dataclass(eq=False)
+class Call:
+    """One dispatched call (:meth:`Cluster.submit`): what was drawn for it and what its
+    backend keeps while it runs. Pass it to :meth:`Cluster.collect` once.
 
-    Usable outputs are grouped by shape. Unless the caller declared the shape, the group
-    with the most members leads (on a tie, the one that got there first), and only its
-    workers count towards ``enough``: one mis-shaped worker arriving first cannot set the
-    shape the others are judged by. When the call ends, the other groups' workers are
-    failures.
+    ``started`` is the dispatch time (``time.perf_counter()``): a deadline counts from it.
     """
 
-    def __init__(self, num_workers: int, enough: Callable[[list[int]], bool], output_shape=None):
-        self.num_workers = num_workers
-        self.enough = enough
-        self.declared = None if output_shape is None else (1, *output_shape)
-        self.groups: dict[tuple, list[int]] = {}
-        self.leader: tuple | None = None
-        self.outputs: dict[int, object] = {}
-        self.failed: dict[int, str] = {}
-        self.latency = np.full(num_workers, np.nan)
-        self.compute_s = np.full(num_workers, np.nan)
-
-    @property
-    def alive(self) -> list[int]:
-        """The workers whose usable results are in the leading shape's group, in arrival order."""
-        return self.groups[self.leader] if self.leader is not None else []
-
-    def arrive(self, worker: int, latency: float, outcome, compute_s: float = math.nan) -> None:
-        """Record ``outcome`` (an output, or the exception the task raised)."""
-        self.latency[worker] = latency
-        self.compute_s[worker] = compute_s
-        if isinstance(outcome, BaseException):
-            self.failed[worker] = f"{type(outcome).__name__}: {outcome}"[:300]
-            return
-        output, reason = _usable(outcome)
-        if reason is None and self.declared is not None and tuple(output.shape) != self.declared:
-            reason = f"returned shape {tuple(output.shape)}, not the declared {self.declared}"
-        if reason is not None:
-            self.failed[worker] = reason
-            return
-        shape = tuple(output.shape)
-        group = self.groups.setdefault(shape, [])
-        group.append(worker)
-        self.outputs[worker] = output
-        if self.leader is None or len(group) > len(self.groups[self.leader]):
-            self.leader = shape
-
-    @property
-    def done(self) -> bool:
-        return self.enough(self.alive)
-
-    def gathered(self, delays, faults, wall_s, timed_out, like) -> Gathered:
-        """What arrived, with the results converted to the kind of ``like`` (the inputs sent)."""
-        failed = dict(self.failed)
-        alive = self.alive
-        for shape, workers in self.groups.items():
-            if shape != self.leader:
-                reason = f"returned shape {shape}, unlike the {len(alive)} results of shape {self.leader}"
-                failed.update(dict.fromkeys(workers, reason))
-        arrived = set(self.outputs) | set(failed)
-        dropped = np.array([n for n in range(self.num_workers) if n not in arrived], dtype=np.int64)
-        return Gathered(
-            results=_stack([self.outputs[n] for n in alive], like),
-            alive=np.array(alive, dtype=np.int64),
-            latency=self.latency,
-            failed=failed,
-            dropped=dropped,
-            delays=delays,
-            faults=faults,
-            wall_s=wall_s,
-            timed_out=timed_out,
-            compute_s=self.compute_s,
-        )
-
-
-def _usable(out) -> tuple[object, str | None]:
-    """``(out as an array or tensor, None)``, or ``(None, why it is unusable)``."""
-    if out is None:
-        return None, "returned None"
-    if not (_arraylib.is_torch(out) or isinstance(out, np.ndarray)):
-        try:
-            out = np.asarray(out, dtype=np.float64)  # a list or a scalar of numbers
-        except (TypeError, ValueError, OverflowError):
-            return None, f"returned {type(out).__name__}, not an array of numbers"
-    if not _arraylib.is_torch(out) and not (np.issubdtype(out.dtype, np.number) or out.dtype == bool):
-        return None, f"returned an array of dtype {out.dtype}, not numbers"
-    shape = tuple(out.shape)
-    if len(shape) == 0 or shape[0] != 1:
-        return None, f"returned shape {shape}; a task's output needs one row (f on a batch of one)"
-    finite = bool(out.isfinite().all()) if _arraylib.is_torch(out) else bool(np.all(np.isfinite(out)))
-    if not finite:
-        return None, "returned NaN or inf"
-    return out, None
-
-
-def _stack(outputs: list, like):
-    """``outputs`` as one array of ``like``'s kind: numpy, or torch on ``like``'s device."""
-    if not outputs:
-        return None
-    outputs = [_arraylib.convert_like(out, like) for out in outputs]
-    if _arraylib.is_torch(like):
-        import torch
-
-        return torch.cat(outputs)
-    return np.concatenate(outputs)
+    f: Callable
+    inputs: object
+    num_workers: int
+    delays: np.ndarray
+    faults: dict[int, str]
+    seeds: np.ndarray
+    order: list[int]
+    started: float = 0.0
+    state: object = None  # the backend's own: futures, object references, ...
+    collected: bool = field(default=False, repr=False)
 
 
 class Cluster(ABC):
-    """A backend that runs one task per worker: see :meth:`gather`.
+    """A backend that runs one task per worker: :meth:`submit`, :meth:`collect`, :meth:`gather`.
 
     ``delays`` (a :class:`~codedcomputing.runtime.delays.DelayModel`) and ``faults`` (a
     :class:`~codedcomputing.runtime.faults.FaultModel`) are injected on every call, drawn
     from a generator seeded by ``seed``. Clusters are context managers; :meth:`close`
-    frees their resources.
+    frees their resources. A backend implements ``_dispatch(call)`` (start the tasks),
+    ``_collect(call, collector, deadline_s) -> (wall seconds, timed_out)`` (feed the
+    collector until it is done) and optionally ``_end(call)`` (stop what is left).
     """
 
     name: str = "cluster"
@@ -302,13 +162,17 @@ class Cluster(ABC):
         it returns finish in the background, their results discarded (on Ray, tasks not
         started yet skip ``f`` and injected hangs end: see :class:`RayCluster`).
         """
+        check_wait_for(wait_for, _num_rows(inputs))  # before anything is dispatched
+        check_deadline(deadline)
+        check_output_shape(output_shape)
+        return self.collect(self.submit(f, inputs), wait_for, deadline, output_shape=output_shape)
+
+    def submit(self, f: Callable, inputs) -> Call:
+        """Dispatch ``f(inputs[n:n+1])`` to every worker ``n`` and return at once: the
+        :class:`Call` to :meth:`collect` (or :meth:`cancel`). Delays and faults are drawn now."""
         if not callable(f):
             raise ValueError(f"f must be callable, got {f!r}")
         num_workers = _num_rows(inputs)
-        collector = _Collector(
-            num_workers, check_wait_for(wait_for, num_workers), check_output_shape(output_shape)
-        )
-        deadline_s = check_deadline(deadline)
         delays = (
             np.zeros(num_workers)
             if self.delays is None
@@ -320,14 +184,45 @@ class Cluster(ABC):
         # queue decides who is late, and index order would make the last workers a block of
         # stragglers, the worst case for spline codes, that no real cluster would show.
         order = self.rng.permutation(num_workers).tolist()
-        wall_s, timed_out = self._gather(f, inputs, collector, deadline_s, delays, faults, seeds, order)
-        return collector.gathered(delays, faults, wall_s, timed_out, like=inputs)
+        call = Call(f, inputs, num_workers, delays, faults, seeds, order)
+        self._dispatch(call)
+        return call
+
+    def collect(self, call: Call, wait_for: WaitFor, deadline: float | None = None, *, output_shape=None):
+        """Wait on a submitted ``call`` as :meth:`gather` does, and end it: return the
+        :class:`Gathered`. ``deadline`` counts from dispatch, so time spent before calling
+        this counts too."""
+        if not isinstance(call, Call):
+            raise ValueError(f"call must be what submit() returned, got {call!r}")
+        if call.collected:
+            raise ValueError("call was already collected (or cancelled): submit a new one")
+        collector = Collector(
+            call.num_workers, check_wait_for(wait_for, call.num_workers), check_output_shape(output_shape)
+        )
+        deadline_s = check_deadline(deadline)
+        call.collected = True
+        try:
+            wall_s, timed_out = self._collect(call, collector, deadline_s)
+        finally:
+            self._end(call)
+        return collector.gathered(call.delays, call.faults, wall_s, timed_out, like=call.inputs)
+
+    def cancel(self, call: Call) -> None:
+        """End a submitted ``call`` without waiting: its tasks not started yet never run."""
+        if not call.collected:
+            call.collected = True
+            self._end(call)
 
     @abstractmethod
-    def _gather(
-        self, f, inputs, collector: _Collector, deadline_s, delays, faults, seeds, order
-    ) -> tuple[float, bool]:
-        """Run the tasks, feeding ``collector``; return ``(wall seconds, timed_out)``."""
+    def _dispatch(self, call: Call) -> None:
+        """Start ``call``'s tasks; keep what ``_collect`` needs in ``call.state``."""
+
+    @abstractmethod
+    def _collect(self, call: Call, collector: Collector, deadline_s: float) -> tuple[float, bool]:
+        """Feed ``collector`` until it is done; return ``(seconds since dispatch, timed_out)``."""
+
+    def _end(self, call: Call) -> None:  # noqa: B027 - a hook: backends that leave nothing running
+        """Stop what is left of ``call`` (tasks not started yet)."""
 
     def close(self) -> None:  # noqa: B027 - a hook: backends without resources have nothing to free
         """Free the backend's resources (idempotent)."""
@@ -339,61 +234,6 @@ class Cluster(ABC):
         self.close()
 
 
-class _Arrivals:
-    """Results held back until their injected delay has passed: a heap of release times."""
-
-    def __init__(self):
-        self._heap: list = []
-
-    def push(self, release: float, worker: int, payload) -> None:
-        heapq.heappush(self._heap, (release, worker, payload))
-
-    def pop_due(self, now: float):
-        while self._heap and self._heap[0][0] <= now:
-            yield heapq.heappop(self._heap)
-
-    def next_release(self) -> float:
-        return self._heap[0][0] if self._heap else math.inf
-
-    def __len__(self) -> int:
-        return len(self._heap)
-
-
-def _collect(collector: _Collector, delays, start: float, deadline_s: float, poll, resolve) -> bool:
-    """The real-time wait loop shared by the thread and Ray backends; returns ``timed_out``.
-
-    ``poll(timeout)`` waits up to ``timeout`` seconds (``None``: no limit) for tasks to
-    finish and returns ``[(worker, finished_at, payload)]`` (empty on timeout), or ``None``
-    once no task can finish any more. Each result is held back until ``finished_at`` plus
-    the worker's injected delay, then ``resolve(payload) -> (output or exception,
-    compute_s)`` hands it to ``collector``.
-    """
-    arrivals = _Arrivals()
-    exhausted = False
-    while not collector.done:
-        for release, n, payload in arrivals.pop_due(time.perf_counter()):
-            outcome, compute_s = resolve(payload)
-            collector.arrive(n, release - start, outcome, compute_s)
-            if collector.done:
-                return False
-        if exhausted and not len(arrivals):
-            return False
-        now = time.perf_counter()
-        if now - start >= deadline_s:
-            return True
-        wait = min(arrivals.next_release(), start + deadline_s) - now
-        if exhausted:
-            time.sleep(max(wait, 0.0))
-            continue
-        finished = poll(None if math.isinf(wait) else max(wait, 0.0))
-        if finished is None:
-            exhausted = True
-            continue
-        for n, finished_at, payload in finished:
-            arrivals.push(finished_at + delays[n], n, payload)
-    return False
-
-
 class ThreadCluster(Cluster):
     """In-process workers on a thread pool: the embedded default.
 
@@ -402,8 +242,8 @@ class ThreadCluster(Cluster):
     delay after dispatch; the delay is held by the master, not slept in a thread. Workers
     whose results are not waited for are dropped: queued tasks are cancelled, running ones
     finish in the background. A task of a worker injected with ``"hang"`` is never started.
-    A user ``f`` that truly hangs occupies its thread for good: give ``gather`` a
-    ``deadline`` (and prefer :class:`~codedcomputing.runtime.RayCluster`, which can kill it).
+    A user ``f`` that truly hangs occupies its thread for good (no backend can stop a
+    running Python function safely): give ``gather`` a ``deadline`` so the call returns.
     """
 
     name = "thread"
@@ -414,18 +254,21 @@ class ThreadCluster(Cluster):
         self.num_threads = num_threads
         self._pool = ThreadPoolExecutor(self.num_threads, thread_name_prefix="codedcomputing-worker")
 
-    def _gather(self, f, inputs, collector, deadline_s, delays, faults, seeds, order):
+    def _dispatch(self, call: Call) -> None:
         finished: queue.SimpleQueue = queue.SimpleQueue()
-        start = time.perf_counter()
         futures = []
-        for n in order:
-            if faults.get(n) == "hang":
+        call.started = time.perf_counter()
+        for n in call.order:
+            if call.faults.get(n) == "hang":
                 continue
-            task = self._pool.submit(
-                run_task, f, _arraylib.take_rows(inputs, np.array([n])), faults.get(n), seeds[n]
-            )
+            row = _arraylib.take_rows(call.inputs, np.array([n]))
+            task = self._pool.submit(run_task, call.f, row, call.faults.get(n), call.seeds[n])
             task.add_done_callback(lambda fut, n=n: finished.put((n, time.perf_counter(), fut)))
             futures.append(task)
+        call.state = (futures, finished)
+
+    def _collect(self, call: Call, collector: Collector, deadline_s: float) -> tuple[float, bool]:
+        futures, finished = call.state
         outstanding = len(futures)
 
         def poll(timeout):
@@ -443,12 +286,12 @@ class ThreadCluster(Cluster):
             error = fut.exception()
             return (error, math.nan) if error is not None else fut.result()
 
-        try:
-            timed_out = _collect(collector, delays, start, deadline_s, poll, resolve)
-        finally:
-            for task in futures:
-                task.cancel()  # not started yet: never starts
-        return time.perf_counter() - start, timed_out
+        timed_out = wait_real_time(collector, call.delays, call.started, deadline_s, poll, resolve)
+        return time.perf_counter() - call.started, timed_out
+
+    def _end(self, call: Call) -> None:
+        for task in call.state[0]:
+            task.cancel()  # not started yet: never starts
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -469,7 +312,8 @@ def _evaluate(f, inputs, workers: list[int]) -> dict:
     if not workers:
         return {}
     try:
-        batch = f(_arraylib.take_rows(inputs, np.array(workers)))
+        with _arraylib.inference_mode(f, inputs):
+            batch = f(_arraylib.take_rows(inputs, np.array(workers)))
         if hasattr(batch, "shape") and len(batch.shape) > 0 and batch.shape[0] == len(workers):
             return {n: _arraylib.take_rows(batch, np.array([i])) for i, n in enumerate(workers)}
     except (Exception, SystemExit):  # retried row by row below
@@ -477,7 +321,8 @@ def _evaluate(f, inputs, workers: list[int]) -> dict:
     outputs = {}
     for n in workers:
         try:
-            outputs[n] = f(_arraylib.take_rows(inputs, np.array([n])))
+            with _arraylib.inference_mode(f, inputs):
+                outputs[n] = f(_arraylib.take_rows(inputs, np.array([n])))
         except (Exception, SystemExit) as err:  # a failing f is a failed worker, as on a thread
             outputs[n] = err
     return outputs
@@ -486,11 +331,11 @@ def _evaluate(f, inputs, workers: list[int]) -> dict:
 class SimulatedCluster(Cluster):
     """A virtual clock: worker n's latency is ``compute_s + delay_n``; nothing sleeps.
 
-    ``f`` runs in batches on just the workers whose results are needed (the earliest
-    arrivals), so N in the thousands costs little more than the results used. ``wall_s``
-    and ``latency`` are virtual seconds. Faults behave as on a real cluster: ``"hang"``
-    never arrives, ``"raise"`` fails at its arrival time, ``"nan"`` and ``"garbage"``
-    corrupt the output.
+    ``f`` runs, at :meth:`collect`, in batches on just the workers whose results are needed
+    (the earliest arrivals), so N in the thousands costs little more than the results used.
+    ``wall_s`` and ``latency`` are virtual seconds from dispatch. Faults behave as on a real
+    cluster: ``"hang"`` never arrives, ``"raise"`` fails at its arrival time, ``"nan"`` and
+    ``"garbage"`` corrupt the output.
     """
 
     name = "simulated"
@@ -499,9 +344,12 @@ class SimulatedCluster(Cluster):
         super().__init__(delays, faults, seed)
         self.compute_s = check_number(compute_s, "compute_s (seconds)", low=0.0)
 
-    def _gather(self, f, inputs, collector, deadline_s, delays, faults, seeds, order):
+    def _dispatch(self, call: Call) -> None:
+        call.state = self.compute_s + call.delays  # when each worker arrives; nothing runs yet
+
+    def _collect(self, call: Call, collector: Collector, deadline_s: float) -> tuple[float, bool]:
         # No queue on a virtual clock: the dispatch order is unused.
-        arrival = self.compute_s + delays
+        f, inputs, faults, seeds, arrival = call.f, call.inputs, call.faults, call.seeds, call.state
         arriving = [n for n in np.argsort(arrival, kind="stable").tolist() if faults.get(n) != "hang"]
         order = [n for n in arriving if arrival[n] <= deadline_s]
         position, clock = 0, 0.0

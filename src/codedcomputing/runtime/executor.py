@@ -10,44 +10,39 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..codes import Code
+from ..codes import Code, Decoded
 from ..errors import InsufficientResultsError, MissingResultsError
-from .clusters import Cluster, Gathered, check_deadline, check_output_shape, trace_rows
+from .clusters import Cluster, check_deadline
+from .collect import check_output_shape
+from .record import Gathered, PerWorker, WorkerRecord
 
 __all__ = ["CodedExecutor", "Report", "Result"]
 
 
 @dataclass(eq=False)
-class Report:
+class Report(PerWorker):
     """Where one :meth:`CodedExecutor.run` spent its time and what each worker did.
 
-    - ``latency``: ``(N,)`` seconds from dispatch to each worker's arrival (NaN: never
-      arrived in time); ``compute_s``: ``(N,)`` seconds ``f`` ran on each worker that
-      arrived (0 on a simulated cluster).
-    - ``alive``: workers whose results were used, in arrival order; ``failed``: ``{worker:
-      reason}`` (raised, crashed, NaN or mis-shaped output); ``dropped``: not waited for.
-    - ``delays``, ``faults``: what was injected.
+    - ``workers``: the call's :class:`~codedcomputing.runtime.record.WorkerRecord`; its
+      fields read through: ``latency`` (``(N,)`` seconds from dispatch to each worker's
+      arrival, NaN if never in time), ``compute_s``, ``alive`` (workers whose results were
+      taken, in arrival order), ``failed`` (``{worker: reason}``: raised, crashed, NaN or
+      mis-shaped output), ``dropped`` (not waited for), ``delays`` and ``faults`` (what was
+      injected).
     - ``encode_s``, ``wait_s``, ``decode_s``, ``total_s``: the call's time split (``wait_s``
       is the cluster's; virtual seconds on a simulated cluster, where ``total_s`` is
       ``encode_s + wait_s + decode_s``).
     - ``timed_out``: the deadline ended the wait before ``wait_for`` results were in.
+    - ``decoded``: the code's :class:`~codedcomputing.codes.Decoded` (its ``info``: what
+      the decode chose, such as the lambda GCV picked); None when decoding failed.
     """
 
-    latency: np.ndarray
-    compute_s: np.ndarray
-    alive: np.ndarray
-    failed: dict[int, str]
-    dropped: np.ndarray
-    delays: np.ndarray
-    faults: dict[int, str]
+    workers: WorkerRecord
     encode_s: float
     wait_s: float
     decode_s: float
     timed_out: bool
-
-    def trace_rows(self, call: int) -> list[dict]:
-        """This call's latencies as rows for a replayable trace (:meth:`delays.Trace.from_csv`)."""
-        return trace_rows(self.latency, call)
+    decoded: Decoded | None = None
 
     @property
     def total_s(self) -> float:
@@ -68,20 +63,8 @@ class Result:
     report: Report
 
 
-def _report(gathered: Gathered, encode_s: float, decode_s: float) -> Report:
-    return Report(
-        latency=gathered.latency,
-        compute_s=gathered.compute_s,
-        alive=gathered.alive,
-        failed=gathered.failed,
-        dropped=gathered.dropped,
-        delays=gathered.delays,
-        faults=gathered.faults,
-        encode_s=encode_s,
-        wait_s=gathered.wall_s,
-        decode_s=decode_s,
-        timed_out=gathered.timed_out,
-    )
+def _report(gathered: Gathered, encode_s: float, decode_s: float, decoded: Decoded | None = None) -> Report:
+    return Report(gathered.workers, encode_s, gathered.wall_s, decode_s, gathered.timed_out, decoded)
 
 
 class CodedExecutor:
@@ -152,13 +135,16 @@ class CodedExecutor:
                     needed=self.code.min_results,
                     alive=[],
                 )
-            estimates = self.code.decode(gathered.results, gathered.alive)
+            decoded = self.code.decode_details(gathered.results, gathered.alive)
         except (InsufficientResultsError, MissingResultsError) as err:
+            summary = gathered.workers.failure_summary()
+            if summary:  # say why the workers failed, not only that they did
+                err.args = (f"{err.args[0]}; {summary}", *err.args[1:])
             err.report = _report(gathered, encode_s, time.perf_counter() - start)
             err.results = gathered.results
             raise
-        report = _report(gathered, encode_s, time.perf_counter() - start)
-        return Result(estimates=estimates, alive=np.sort(gathered.alive), report=report)
+        report = _report(gathered, encode_s, time.perf_counter() - start, decoded)
+        return Result(estimates=decoded.estimates, alive=decoded.alive, report=report)
 
     def map(
         self, batches: Iterable, wait_for: int | None = None, deadline: float | None = None

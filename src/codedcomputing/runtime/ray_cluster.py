@@ -1,23 +1,11 @@
 """Ray backend: one stateless Ray task per worker; tasks of an answered call skip ``f``.
 
-Nothing here calls ``ray.cancel``. On Ray 2.60, cancelling tasks that may be finishing
-(``force=True``, and less often ``force=False``) crashed the driver ("Tried to complete
-task that was not pending", a fatal check in its task manager) within 30-40 calls in our
-stress runs, with or without object-store dependencies; and force-cancelling an injected
-hang that had been pushed to a worker but not yet started failed ("attempt_succeeded: 0,
-requested_task_running: 0") and left it holding a CPU for good. A worker-side "started"
-flag does not make a cancel safe: a running task may finish at any moment. So tasks stop
-themselves: when a call ends, the master opens the call's *gate* (:class:`_CallBoard`);
-tasks not started yet see it and return at once, and injected hangs, which watch it,
-end. A task already running ``f`` finishes in the background, its result discarded.
-Stopping it was tried and left out: exiting its worker process makes Ray start another
-(~1 s of CPU on a small node), more than the at most one ``f`` per CPU it would save; and
-interrupting ``f`` with an asynchronous exception from a thread watching the gate, which
-worked (3 stress runs of 40 calls x 50 tasks, no crash; the second call of
-``benchmarks/bench_ray_cancel.py`` at 0.56 of its time without skipping, against 0.60,
-at f = 100 ms), stops user code at an arbitrary bytecode, which can leave what ``f`` keeps
-in its worker process half-updated, cannot stop a long C call (a torch op), and costs a
-look at the gate (~0.5 ms) every poll.
+Nothing here calls ``ray.cancel``: on Ray 2.60, cancelling tasks that may be finishing
+crashed the driver in our stress runs. Tasks stop themselves instead: when a call ends, the
+master opens the call's *gate* (:class:`_CallBoard`); tasks not started yet see it and
+return at once, injected hangs end, and a task already running ``f`` finishes in the
+background, its result discarded. The measurements and the designs tried are in
+``docs/design/ray-cancellation.md``.
 """
 
 from __future__ import annotations
@@ -26,11 +14,13 @@ import asyncio
 import itertools
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from .. import _arraylib
-from .clusters import Cluster, _collect, run_task
+from .clusters import Cluster, run_task
+from .collect import wait_real_time
 
 __all__ = ["RayCluster"]
 
@@ -121,6 +111,16 @@ def _hang_until_over(gate) -> _Skipped:
     while not ray.wait([gate], timeout=0, fetch_local=False)[0]:
         time.sleep(_HANG_POLL_S)
     return _Skipped()
+
+
+@dataclass(eq=False)
+class _RayCall:
+    """A Ray call's state: each task's worker, the tasks not yet finished, and its number on
+    the board when its tasks watch a gate (None when they do not)."""
+
+    worker_of: dict
+    pending: list
+    board_call: int | None
 
 
 class _CallBoard:
@@ -267,46 +267,45 @@ class RayCluster(Cluster):
         call = next(self._calls)
         return call, self._board.open.remote(call)
 
-    def _gather(self, f, inputs, collector, deadline_s, delays, faults, seeds, order):
-        ray = _ray()
+    def _dispatch(self, call) -> None:
         task = _task()
-        f_ref = self.share(f)
-        if _arraylib.is_torch(inputs):
-            inputs = inputs.detach().cpu()
-        skipping = self._f_seconds.get(id(f), math.nan) >= self.skip_min_s  # NaN: f not timed yet
-        hanging = "hang" in faults.values()
-        call, gate = self._open_gate() if skipping or hanging else (None, None)
-        start = time.perf_counter()
+        f_ref = self.share(call.f)
+        inputs = call.inputs.detach().cpu() if _arraylib.is_torch(call.inputs) else call.inputs
+        skipping = self._f_seconds.get(id(call.f), math.nan) >= self.skip_min_s  # NaN: f not timed yet
+        hanging = "hang" in call.faults.values()
+        board_call, gate = self._open_gate() if skipping or hanging else (None, None)
+        call.started = time.perf_counter()
         worker_of = {}
-        for n in order:
-            fault = faults.get(n)
+        for n in call.order:
+            fault = call.faults.get(n)
             task_gate = gate if skipping or fault == "hang" else None
-            ref = task.remote(
-                [f_ref, task_gate], _arraylib.take_rows(inputs, np.array([n])), fault, int(seeds[n])
-            )
-            worker_of[ref] = n
-        pending = list(worker_of)
+            row = _arraylib.take_rows(inputs, np.array([n]))
+            worker_of[task.remote([f_ref, task_gate], row, fault, int(call.seeds[n]))] = n
+        call.state = _RayCall(worker_of, list(worker_of), board_call if gate is not None else None)
+
+    def _collect(self, call, collector, deadline_s):
+        ray = _ray()
+        state = call.state
         # Injected hangs are known here: stop waiting once only they are left (a real hang in
         # f is not known; give a deadline for that).
-        hung = {ref for ref, n in worker_of.items() if faults.get(n) == "hang"}
+        hung = {ref for ref, n in state.worker_of.items() if call.faults.get(n) == "hang"}
 
         def poll(timeout):
-            nonlocal pending
-            if hung.issuperset(pending):
+            if hung.issuperset(state.pending):
                 return None
-            ready, pending = ray.wait(pending, num_returns=1, timeout=timeout)
+            ready, state.pending = ray.wait(state.pending, num_returns=1, timeout=timeout)
             finished_at = time.perf_counter()
-            return [(worker_of[ref], finished_at, ref) for ref in ready]
+            return [(state.worker_of[ref], finished_at, ref) for ref in ready]
 
-        try:
-            timed_out = _collect(collector, delays, start, deadline_s, poll, _resolve)
-        finally:
-            if gate is not None:  # the call is over: unstarted tasks skip f, hangs end
-                self._board.close.remote(call)
+        timed_out = wait_real_time(collector, call.delays, call.started, deadline_s, poll, _resolve)
         seconds = collector.compute_s[np.isfinite(collector.compute_s)]
         if seconds.size:
-            self._f_seconds[id(f)] = float(np.median(seconds))
-        return time.perf_counter() - start, timed_out
+            self._f_seconds[id(call.f)] = float(np.median(seconds))
+        return time.perf_counter() - call.started, timed_out
+
+    def _end(self, call) -> None:
+        if call.state.board_call is not None:  # the call is over: unstarted tasks skip f, hangs end
+            self._board.close.remote(call.state.board_call)
 
     def close(self) -> None:
         self._shared.clear()
