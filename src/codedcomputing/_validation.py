@@ -11,12 +11,14 @@ import numpy as np
 
 __all__ = [
     "MAX_COUNT",
+    "check_choice",
     "check_count",
     "check_flag",
     "check_number",
     "check_probability",
     "check_real_array",
     "check_rng",
+    "check_shape",
 ]
 
 # Sizes (inputs, workers, replicas, ...) above this are refused before anything is allocated:
@@ -43,20 +45,46 @@ def check_number(
     high: float = math.inf,
     low_open: bool = False,
     high_open: bool = False,
+    allow_inf: bool = False,
 ) -> float:
-    """``value`` (a real number, not a bool or a string) as a finite float within the bounds."""
+    """``value`` (a real number, not a bool or a string) as a float within the bounds; finite
+    unless ``allow_inf`` (then +inf passes where ``high`` allows it). An int too large for a
+    float is refused either way."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number, got {value!r}")
     try:
         number = float(value)
-    except OverflowError:  # a huge int
-        number = math.inf if value > 0 else -math.inf
+    except OverflowError:  # a huge int: no float holds it
+        number = math.nan
     below = number <= low if low_open else number < low
     above = number >= high if high_open else number > high
-    if not math.isfinite(number) or below or above:
+    finite = math.isfinite(number) or (allow_inf and number == math.inf)
+    if not finite or below or above:
         interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-        raise ValueError(f"{name} must be a finite number in {interval}, got {value!r}")
+        kind = "a number" if allow_inf else "a finite number"
+        raise ValueError(f"{name} must be {kind} in {interval}, got {value!r}")
     return number
+
+
+def check_choice(value, name: str, choices) -> object:
+    """``value`` if it is one of ``choices`` (compared by equality; strings must be strings)."""
+    if not isinstance(value, (str, int)) or isinstance(value, bool) or value not in tuple(choices):
+        raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}; got {value!r}")
+    return value
+
+
+def check_shape(shape, name: str) -> tuple[int, ...]:
+    """``shape`` (a sequence of sizes >= 0) as a tuple of ints."""
+    try:
+        sizes = tuple(shape)
+    except TypeError:
+        sizes = None
+    if sizes is None or not all(
+        isinstance(size, (int, np.integer)) and not isinstance(size, (bool, np.bool_)) and size >= 0
+        for size in sizes
+    ):
+        raise ValueError(f"{name} must be a sequence of sizes >= 0, got {shape!r}")
+    return tuple(int(size) for size in sizes)
 
 
 def check_flag(value, name: str) -> bool:

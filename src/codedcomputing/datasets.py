@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._validation import check_choice
 from .cache import atomic_path, cache_dir
 from .errors import DamagedCacheWarning
 
@@ -108,6 +109,5 @@ IMAGE_SIZES = {"mnist": 28, "digits": 8}  # the side of each dataset's square im
 
 
 def load(name: str) -> Dataset:
-    if name not in DATASETS:
-        raise ValueError(f"dataset must be one of {sorted(DATASETS)}, got {name!r}")
+    check_choice(name, "dataset", sorted(DATASETS))
     return DATASETS[name]()

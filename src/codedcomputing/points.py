@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_count
+from ._validation import check_choice, check_count
 
 __all__ = ["POINT_FAMILIES", "chebyshev_first", "chebyshev_second", "equispaced", "make_points"]
 
@@ -38,12 +38,11 @@ POINT_FAMILIES = ("chebyshev", "equispaced")
 
 def make_points(family: str, n: int, *, kind: str) -> np.ndarray:
     """Points of ``family`` ('chebyshev' or 'equispaced') for ``kind`` 'data' or 'workers'."""
+    check_choice(family, "points", POINT_FAMILIES)
     if family == "chebyshev":
         return chebyshev_first(n) if kind == "data" else chebyshev_second(n)
-    if family == "equispaced":
-        return equispaced(n)
-    raise ValueError(f"points must be one of {POINT_FAMILIES}, got {family!r}")
+    return equispaced(n)
 
 
 def _check_count(n, minimum: int) -> None:
-    check_count(n, "n (the number of points)", minimum)
+    check_count(n, "n", minimum)

@@ -12,14 +12,7 @@ __all__ = ["bernoulli", "contiguous", "random"]
 
 def _check(num_workers, num_stragglers) -> tuple[int, int]:
     num_workers = check_count(num_workers, "num_workers", 1)
-    if isinstance(num_stragglers, (bool, np.bool_)) or not isinstance(num_stragglers, (int, np.integer)):
-        raise ValueError(f"num_stragglers must be an integer, got {num_stragglers!r}")
-    if not 0 <= num_stragglers < num_workers:
-        raise ValueError(
-            f"num_stragglers must satisfy 0 <= num_stragglers < num_workers = {num_workers}, "
-            f"got {num_stragglers}"
-        )
-    return num_workers, int(num_stragglers)
+    return num_workers, check_count(num_stragglers, "num_stragglers (< num_workers)", 0, num_workers - 1)
 
 
 def random(num_workers: int, num_stragglers: int, rng) -> np.ndarray:

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import datasets
+from .._validation import check_choice
 from ..cache import atomic_path, cache_dir
 from ..errors import DamagedCacheWarning
 from .training import TrainingRecipe, evaluate, fit
@@ -59,8 +60,7 @@ MODELS: dict[str, tuple[Callable, TrainingRecipe]] = {
 
 
 def _check_name(name: str) -> None:
-    if name not in MODELS:
-        raise ValueError(f"model must be one of {sorted(MODELS)}, got {name!r}")
+    check_choice(name, "model", sorted(MODELS))
 
 
 def train(name: str, recipe: TrainingRecipe | None = None, *, progress: bool = True):

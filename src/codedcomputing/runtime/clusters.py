@@ -23,7 +23,6 @@ through a code, call its ``encode`` and ``decode`` directly).
 from __future__ import annotations
 
 import math
-import numbers
 import queue
 import time
 from abc import ABC, abstractmethod
@@ -83,13 +82,7 @@ def check_deadline(deadline) -> float:
     """``deadline`` (seconds after dispatch, or None for no deadline) as a float (inf for None)."""
     if deadline is None:
         return math.inf
-    if not isinstance(deadline, (bool, np.bool_)) and isinstance(deadline, numbers.Real):
-        try:
-            if float(deadline) > 0:  # also rejects NaN; inf is no deadline, as None
-                return float(deadline)
-        except OverflowError:  # an int too large for a float
-            pass
-    raise ValueError(f"deadline must be a number of seconds > 0 (or inf), or None, got {deadline!r}")
+    return check_number(deadline, "deadline (seconds, or None)", low=0.0, low_open=True, allow_inf=True)
 
 
 def _num_rows(inputs) -> int:

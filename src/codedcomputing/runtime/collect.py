@@ -20,27 +20,15 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import _arraylib
+from .._validation import check_shape
 from .record import Gathered, WorkerRecord
 
 __all__ = ["Collector", "check_output_shape", "wait_real_time"]
 
 
 def check_output_shape(output_shape) -> tuple[int, ...] | None:
-    """``output_shape`` (None, or a sequence of sizes >= 0) as a tuple of ints."""
-    if output_shape is None:
-        return None
-    try:
-        sizes = tuple(output_shape)
-    except TypeError:
-        sizes = None
-    if sizes is None or not all(
-        isinstance(size, (int, np.integer)) and not isinstance(size, bool) and size >= 0 for size in sizes
-    ):
-        raise ValueError(
-            "output_shape must be None or a sequence of sizes >= 0 (f's output for one input, "
-            f"without the batch axis), got {output_shape!r}"
-        )
-    return tuple(int(size) for size in sizes)
+    """``output_shape`` (None, or f's output shape for one input, without the batch axis)."""
+    return None if output_shape is None else check_shape(output_shape, "output_shape (or None)")
 
 
 class Collector:

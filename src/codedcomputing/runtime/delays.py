@@ -35,10 +35,6 @@ __all__ = [
 ]
 
 
-def _positive(value, name: str, *, allow_zero: bool = False) -> float:
-    return check_number(value, name, low=0.0, low_open=not allow_zero)
-
-
 class DelayModel(ABC):
     """Per-worker delays for one call: ``sample(num_workers, rng) -> (num_workers,)`` seconds."""
 
@@ -61,8 +57,8 @@ class ShiftedExponential(DelayModel):
     """
 
     def __init__(self, scale: float = 0.01, rate: float = 1.0):
-        self.scale = _positive(scale, "scale")
-        self.rate = _positive(rate, "rate")
+        self.scale = check_number(scale, "scale", low=0.0, low_open=True)
+        self.rate = check_number(rate, "rate", low=0.0, low_open=True)
 
     def _sample(self, num_workers, rng):
         return self.scale * (1.0 + rng.exponential(1.0 / self.rate, num_workers))
@@ -75,7 +71,7 @@ class AdditiveExponential(DelayModel):
     """``T = Exp(mean)``: an exponential wait added on top of the worker's real compute time."""
 
     def __init__(self, mean: float = 0.01):
-        self.mean = _positive(mean, "mean")
+        self.mean = check_number(mean, "mean", low=0.0, low_open=True)
 
     def _sample(self, num_workers, rng):
         return rng.exponential(self.mean, num_workers)
@@ -92,8 +88,8 @@ class Pareto(DelayModel):
     """
 
     def __init__(self, scale: float = 0.01, alpha: float = 1.5):
-        self.scale = _positive(scale, "scale")
-        self.alpha = _positive(alpha, "alpha")
+        self.scale = check_number(scale, "scale", low=0.0, low_open=True)
+        self.alpha = check_number(alpha, "alpha", low=0.0, low_open=True)
 
     def _sample(self, num_workers, rng):
         return self.scale * (1.0 + rng.pareto(self.alpha, num_workers))
@@ -110,10 +106,10 @@ class Bimodal(DelayModel):
     """
 
     def __init__(self, base: float = 0.01, p: float = 0.1, slowdown: float = 8.0, jitter: float = 0.1):
-        self.base = _positive(base, "base")
+        self.base = check_number(base, "base", low=0.0, low_open=True)
         self.p = check_probability(p, "p")
-        self.slowdown = _positive(slowdown, "slowdown")
-        self.jitter = _positive(jitter, "jitter", allow_zero=True)
+        self.slowdown = check_number(slowdown, "slowdown", low=0.0, low_open=True)
+        self.jitter = check_number(jitter, "jitter", low=0.0)
 
     def _sample(self, num_workers, rng):
         slow = rng.random(num_workers) < self.p
@@ -141,13 +137,13 @@ class BurstyMarkov(DelayModel):
         slowdown: float = 8.0,
         jitter: float = 0.1,
     ):
-        self.base = _positive(base, "base")
+        self.base = check_number(base, "base", low=0.0, low_open=True)
         self.p_slow = check_probability(p_slow, "p_slow")
         self.p_recover = check_probability(p_recover, "p_recover")
         if self.p_slow + self.p_recover == 0:
             raise ValueError("p_slow and p_recover cannot both be 0")
-        self.slowdown = _positive(slowdown, "slowdown")
-        self.jitter = _positive(jitter, "jitter", allow_zero=True)
+        self.slowdown = check_number(slowdown, "slowdown", low=0.0, low_open=True)
+        self.jitter = check_number(jitter, "jitter", low=0.0)
         self._slow: np.ndarray | None = None
 
     @property

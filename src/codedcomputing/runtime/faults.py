@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from .. import _arraylib
-from .._validation import check_count, check_probability, check_rng
+from .._validation import check_choice, check_count, check_probability, check_rng
 
 __all__ = ["KINDS", "FaultModel", "Fixed", "Independent", "InjectedFault", "corrupt"]
 
@@ -33,9 +33,7 @@ class InjectedFault(RuntimeError):
 
 
 def _kind(kind, name: str) -> str:
-    if not isinstance(kind, str) or kind not in KINDS:
-        raise ValueError(f"{name}: a fault kind must be one of {', '.join(KINDS)}; got {kind!r}")
-    return kind
+    return check_choice(kind, f"{name} (a fault kind)", KINDS)
 
 
 class FaultModel(ABC):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _arraylib
+from .._validation import check_number
 from .clusters import Cluster, run_task
 from .collect import wait_real_time
 
@@ -223,12 +224,7 @@ class RayCluster(Cluster):
         num_cpus: int | None = None,
         skip_min_s: float = 0.003,
     ):
-        try:
-            skip = float(skip_min_s)
-        except (TypeError, ValueError):
-            skip = math.nan
-        if isinstance(skip_min_s, bool) or not skip >= 0:  # also rejects NaN
-            raise ValueError(f"skip_min_s must be a number of seconds >= 0 (or inf), got {skip_min_s!r}")
+        skip = check_number(skip_min_s, "skip_min_s (seconds, or inf)", low=0.0, allow_inf=True)
         ray = _ray()
         super().__init__(delays, faults, seed)
         self.address = address
