@@ -14,21 +14,7 @@ import torch
 
 import codedcomputing as cc
 from codedcomputing.spline import fit
-
-
-def paired_knots(n: int, ratio: float) -> np.ndarray:
-    """n sorted knots on [-1, 1] in near-coincident pairs: gaps alternate 1 and ``ratio``
-    (relative). What a user gets who puts two workers at (almost) the same place, since exact
-    duplicates are rejected."""
-    h = np.where(np.arange(n - 1) % 2 == 0, 1.0, ratio)
-    t = np.concatenate([[0.0], np.cumsum(h)])
-    return 2 * t / t[-1] - 1
-
-
-def rel(a, b) -> float:
-    a = a.detach().double().numpy() if isinstance(a, torch.Tensor) else np.asarray(a, dtype=np.float64)
-    b = b.detach().double().numpy() if isinstance(b, torch.Tensor) else np.asarray(b, dtype=np.float64)
-    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+from layouts import paired_knots, relative_error
 
 
 def test_gcc_with_paired_points_and_smoothing_keeps_its_affine_promise():
@@ -89,7 +75,7 @@ def test_lcc_is_exact_from_many_results():
     worst = 0.0
     for seed in range(5):
         alive = cc.stragglers.random(400, 40, seed)
-        worst = max(worst, rel(code.decode(Y[alive], alive), X**2))
+        worst = max(worst, relative_error(code.decode(Y[alive], alive), X**2))
     assert worst < 1e-8
 
 
@@ -194,7 +180,7 @@ def test_large_gcc_maps_accept_half_precision(dtype):
         half = torch.tensor(data, dtype=dtype) if isinstance(dtype, torch.dtype) else data.astype(dtype)
         out = code.encode(half) if data is X else code.decode(half, alive)
         assert out.dtype == half.dtype
-        assert rel(out, expected) < 5e-2
+        assert relative_error(out, expected) < 5e-2
 
 
 def test_ragged_list_of_tensors_raises_value_error_naming_the_parameter():
@@ -341,8 +327,8 @@ def test_maps_are_scale_equivariant_in_the_data(make, scale):
     dtypes = (np.float64, np.float32) if scale in (1e30, 1e-30) else (np.float64,)
     for dtype in dtypes:
         tol = 1e-12 if dtype == np.float64 else 1e-5
-        assert rel(code.encode((scale * X).astype(dtype)) / scale, coded) < tol
-        assert rel(code.decode((scale * Y).astype(dtype), alive) / scale, est) < tol * 100
+        assert relative_error(code.encode((scale * X).astype(dtype)) / scale, coded) < tol
+        assert relative_error(code.decode((scale * Y).astype(dtype), alive) / scale, est) < tol * 100
 
 
 @pytest.mark.parametrize("cls", [cc.GCC, cc.BACC, cc.LCC])
@@ -389,10 +375,10 @@ def test_gcc_large_n_with_smoothing_matches_the_spline_fit():
     rng = np.random.default_rng(11)
     X = rng.normal(size=(500, 2))
     coded = code.encode(X)
-    assert rel(coded, fit(code.alpha, X, 1e-6)(code.beta)) < 1e-11
+    assert relative_error(coded, fit(code.alpha, X, 1e-6)(code.beta)) < 1e-11
     alive = cc.stragglers.random(5000, 500, rng)
     Y = np.sin(coded[alive])
-    assert rel(code.decode(Y, alive), fit(code.beta[alive], Y, 1e-6)(code.alpha)) < 1e-10
+    assert relative_error(code.decode(Y, alive), fit(code.beta[alive], Y, 1e-6)(code.alpha)) < 1e-10
 
 
 @pytest.mark.parametrize(

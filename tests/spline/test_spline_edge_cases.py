@@ -6,25 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from codedcomputing.spline import fit, smoothing_matrix
+from layouts import paired_knots, relative_error
 from references import mp_reinsch_values
-
-
-def paired_knots(n: int, ratio: float) -> np.ndarray:
-    """n sorted knots on [-1, 1] in near-coincident pairs: gaps alternate 1 and ``ratio``
-    (relative). What a user gets who puts two workers at (almost) the same place, since exact
-    duplicates are rejected."""
-    h = np.where(np.arange(n - 1) % 2 == 0, 1.0, ratio)
-    t = np.concatenate([[0.0], np.cumsum(h)])
-    return 2 * t / t[-1] - 1
-
-
-def rel(a, b) -> float:
-    a = a.detach().double().numpy() if isinstance(a, torch.Tensor) else np.asarray(a, dtype=np.float64)
-    b = b.detach().double().numpy() if isinstance(b, torch.Tensor) else np.asarray(b, dtype=np.float64)
-    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
 
 
 def test_fit_with_near_coincident_knots_and_smoothing_does_not_raise():
@@ -36,7 +21,7 @@ def test_fit_with_near_coincident_knots_and_smoothing_does_not_raise():
     t = paired_knots(12, 1e-9)
     y = np.sin(3 * t)
     g = fit(t, y, 1.0).values
-    assert rel(g, mp_reinsch_values(t, y, 1.0, dps=60)) < 1e-6
+    assert relative_error(g, mp_reinsch_values(t, y, 1.0, dps=60)) < 1e-6
 
 
 def test_fit_with_near_coincident_knots_and_large_lambda_is_accurate():
@@ -46,7 +31,7 @@ def test_fit_with_near_coincident_knots_and_large_lambda_is_accurate():
     t = paired_knots(40, 1e-6)
     y = np.sin(3 * t)
     g = fit(t, y, 1e6).values
-    assert rel(g, mp_reinsch_values(t, y, 1e6, dps=60)) < 1e-6
+    assert relative_error(g, mp_reinsch_values(t, y, 1e6, dps=60)) < 1e-6
 
 
 def test_truncated_map_keeps_every_weight_above_tol():

@@ -11,9 +11,9 @@ import warnings
 
 import numpy as np
 
-from .._validation import check_number, check_real_array
+from .._validation import check_number
 from .lambdas import MAX_LAMBDA, check_grid, lambda_grid
-from .reinsch import check_knots, fit, smoothing_matrix
+from .reinsch import check_knots, check_values, fit, smoothing_matrix
 
 __all__ = ["gcv_lambda", "gcv_score"]
 
@@ -34,14 +34,7 @@ def _gcv_problem(knots, values) -> tuple[np.ndarray, np.ndarray]:
             f"knots needs at least 3 points for cross-validation, got {t.size} "
             "(through 2 points every lambda gives the same line)"
         )
-    y = check_real_array(values, "values")
-    if y.ndim == 0 or y.shape[0] != t.size:
-        raise ValueError(
-            f"values must have leading dimension {t.size} (one row per knot), got shape {y.shape}"
-        )
-    if not np.all(np.isfinite(y)):
-        raise ValueError("values contains NaN or inf")
-    return t, y.reshape(t.size, -1)
+    return t, check_values(values, t.size).reshape(t.size, -1)
 
 
 def _influence_diagonal(t: np.ndarray, lam: float) -> np.ndarray:

@@ -219,6 +219,18 @@ class NaturalSpline:
         return out.reshape(z.shape + self.values.shape[1:])
 
 
+def check_values(values, num_knots: int) -> np.ndarray:
+    """``values`` as a float64 array of ``num_knots`` finite rows (any trailing shape)."""
+    y = check_real_array(values, "values")
+    if y.ndim == 0 or y.shape[0] != num_knots:
+        raise ValueError(
+            f"values must have leading dimension {num_knots} (one row per knot), got shape {y.shape}"
+        )
+    if not np.all(np.isfinite(y)):
+        raise ValueError("values contains NaN or inf")
+    return y
+
+
 def _check_points(points) -> np.ndarray:
     z = check_real_array(points, "points").ravel()
     if not np.all(np.isfinite(z)):
@@ -243,13 +255,7 @@ def fit(knots, values, lam: float = 0.0) -> NaturalSpline:
     factorisation for all ``d`` columns; computed in float64.
     """
     t, order, lam = _sorted_problem(knots, lam)
-    y = check_real_array(values, "values")
-    if y.ndim == 0 or y.shape[0] != t.size:
-        raise ValueError(
-            f"values must have leading dimension {t.size} (one row per knot), got shape {y.shape}"
-        )
-    if not np.all(np.isfinite(y)):
-        raise ValueError("values contains NaN or inf")
+    y = check_values(values, t.size)
     flat = y[order].reshape(t.size, -1)
     g, gamma = _Smoother(t, t.size * float(lam)).solve(flat)
     shape = (t.size, *y.shape[1:])
