@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -66,3 +67,94 @@ def test_example_rejects_bad_options_naming_them(args, needle):
     result = runner.invoke(app, ["example", *args], env=WIDE)
     assert result.exit_code == 2
     assert needle in result.output
+
+
+# -- choices, help, and `coded plot` on files it does not know ------------------------------------
+
+HELP = {"COLUMNS": "120"}
+
+
+def test_experiment_help_names_every_experiment():
+    from codedcomputing.experiments import EXPERIMENTS
+
+    result = runner.invoke(app, ["experiment", "--help"], env=HELP)
+    assert result.exit_code == 0
+    assert "stragglers|polynomial|rates|latency" in result.output
+    for name, module in EXPERIMENTS.items():
+        assert re.search(rf"^ {name} +{re.escape(module.SUMMARY)}", result.output, re.MULTILINE)
+    assert "see `coded experiment --help`" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("command", "choices"),
+    [
+        (["experiment"], ["stragglers|polynomial|rates|latency"]),
+        (["demo"], ["thread|ray"]),
+        (["example"], ["random|contiguous"]),
+        (["models", "train"], ["lenet5|vit", "mnist|digits"]),
+    ],
+)
+def test_help_lists_fixed_choices_and_shows_no_bool_type_for_flags(command, choices):
+    result = runner.invoke(app, [*command, "--help"], env=HELP)
+    assert result.exit_code == 0
+    assert all(f"<{listed}>" in result.output for listed in choices)
+    assert "<bool>" not in result.output
+    assert "--help" in result.output
+
+
+def test_top_level_help_shows_no_bool_type():
+    result = runner.invoke(app, ["--help"], env=HELP)
+    assert result.exit_code == 0 and "--version" in result.output and "<bool>" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["experiment", "nonesuch"], "'nonesuch' is not one of"),
+        (["demo", "--backend", "mpi"], "'--backend'"),
+        (["example", "--pattern", "diagonal"], "'--pattern'"),
+        (["models", "train", "resnet"], "'resnet' is not one of 'lenet5', 'vit'"),
+        (["models", "train", "lenet5", "--dataset", "cifar"], "'cifar' is not one of 'mnist', 'digits'"),
+    ],
+)
+def test_a_value_outside_the_choices_is_a_usage_error_naming_them(args, needle):
+    result = runner.invoke(app, args, env=WIDE)
+    assert result.exit_code == 2
+    assert needle in result.output and "Traceback" not in result.output
+
+
+def _not_an_experiments_csv(tmp_path, kind):
+    path = tmp_path / f"{kind}.csv"
+    if kind == "readme":
+        return Path(__file__).resolve().parents[1] / "README.md"
+    if kind == "no-experiment-column":
+        path.write_text("scheme,mse\ngcc,0.5\n")
+    elif kind == "unknown-experiment":
+        path.write_text("experiment,scheme,mse\nnonesuch,gcc,0.5\n")
+    elif kind == "missing-columns":
+        path.write_text("experiment,scheme\npolynomial,gcc\n")
+    elif kind == "header-only":
+        path.write_text("experiment,scheme,mse\n")
+    elif kind == "binary":
+        path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("kind", "says"),
+    [
+        ("readme", "is not an experiment's CSV"),
+        ("no-experiment-column", "has no 'experiment' column"),
+        ("unknown-experiment", "unknown experiment 'nonesuch'"),
+        ("missing-columns", "lacks the polynomial columns"),
+        ("header-only", "has no rows"),
+        ("binary", "not UTF-8 text"),
+    ],
+)
+def test_plot_says_in_one_line_when_a_file_is_not_an_experiments_csv(tmp_path, kind, says):
+    path = _not_an_experiments_csv(tmp_path, kind)
+    result = runner.invoke(app, ["plot", str(path), "--out", str(tmp_path / "figures")], env=WIDE)
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1 and "Traceback" not in result.output
+    assert result.output.startswith(f"coded plot: {path}") and says in result.output
+    assert not list((tmp_path / "figures").glob("*.png"))

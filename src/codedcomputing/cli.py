@@ -4,18 +4,60 @@ from __future__ import annotations
 
 import os
 import time
+from enum import Enum
 from pathlib import Path
 
 import numpy as np
 import typer
+import typer.core
 from rich.console import Console
 from rich.table import Table
 
 from . import metrics, stragglers
 from ._version import __version__
 from .codes import BACC, CODES, GCC, LCC, Replication, Uncoded
+from .datasets import DATASETS
+from .experiments import EXPERIMENTS, NotAnExperimentCSV, redraw, run_experiment
+from .models import MODELS
+
+
+def _choices(name: str, values) -> type[Enum]:
+    """A str enum of ``values``: typer then lists them in help and rejects anything else."""
+    return Enum(name, [(value, value) for value in values], type=str)
+
+
+PATTERNS = {"random": stragglers.random, "contiguous": stragglers.contiguous}
+Pattern = _choices("Pattern", PATTERNS)
+Backend = _choices("Backend", ("thread", "ray"))
+ExperimentName = _choices("ExperimentName", EXPERIMENTS)
+ModelName = _choices("ModelName", MODELS)
+DatasetName = _choices("DatasetName", DATASETS)
+
+
+def _untyped_flags(params: list) -> list:
+    """Flags take no value, so their help shows no ``<bool>`` type (typer's rich help would)."""
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+class _Command(typer.core.TyperCommand):
+    """A command whose help shows its flags without a type."""
+
+    def get_params(self, ctx):
+        return _untyped_flags(super().get_params(ctx))
+
+
+class _Group(typer.core.TyperGroup):
+    """A command group whose help shows its flags without a type."""
+
+    def get_params(self, ctx):
+        return _untyped_flags(super().get_params(ctx))
+
 
 app = typer.Typer(
+    cls=_Group,
     help="Straggler-resilient approximate coded computing: GCC, BACC, LCC and baselines.",
     no_args_is_help=True,
     add_completion=False,
@@ -42,7 +84,7 @@ def main(
     """Straggler-resilient approximate coded computing."""
 
 
-@app.command("codes")
+@app.command("codes", cls=_Command)
 def list_codes() -> None:
     """List the available codes."""
     table = Table(title="codes")
@@ -53,15 +95,12 @@ def list_codes() -> None:
     console().print(table)
 
 
-PATTERNS = {"random": stragglers.random, "contiguous": stragglers.contiguous}
-
-
-@app.command("example")
+@app.command("example", cls=_Command)
 def example(
     num_inputs: int = typer.Option(10, "--num-inputs", "-k", help="K, the number of inputs."),
     num_workers: int = typer.Option(50, "--num-workers", "-n", help="N, the number of workers."),
     num_stragglers: int = typer.Option(5, "--num-stragglers", "-s", help="S, workers that never return."),
-    pattern: str = typer.Option("random", help="Straggler pattern: random or contiguous."),
+    pattern: Pattern = typer.Option("random", help="Straggler pattern."),
     trials: int = typer.Option(20, min=1, help="Straggler patterns to average over."),
     seed: int = typer.Option(0, min=0, help="Seed for the inputs, the function and the stragglers."),
 ) -> None:
@@ -71,8 +110,7 @@ def example(
     and replication (same N, first copy wins) leave an input missing when all its copies
     straggle: their MSE counts only the inputs that arrived, and the missing fraction is shown.
     """
-    if pattern not in PATTERNS:
-        raise typer.BadParameter(f"must be one of {sorted(PATTERNS)}", param_hint="--pattern")
+    pattern = pattern.value
     if 0 <= num_workers - 2 < num_stragglers:
         raise typer.BadParameter(
             f"num_stragglers must leave at least 2 of the {num_workers} workers (GCC decodes from 2)",
@@ -123,10 +161,12 @@ def example(
     console().print(table)
 
 
-@app.command("demo")
+@app.command("demo", cls=_Command)
 def demo(
     quick: bool = typer.Option(False, "--quick", help="Fewer calls (finishes in seconds)."),
-    backend: str = typer.Option("thread", help="thread (embedded, the default) or ray (a local Ray)."),
+    backend: Backend = typer.Option(
+        "thread", help="thread (embedded), or ray (a local Ray, or --ray-address)."
+    ),
     num_inputs: int = typer.Option(10, "--num-inputs", "-k", min=1, help="K, images per call."),
     num_workers: int = typer.Option(50, "--num-workers", "-n", min=2, help="N, the number of workers."),
     num_stragglers: int = typer.Option(
@@ -154,8 +194,7 @@ def demo(
     from .runtime import CodedExecutor, RayCluster, ThreadCluster
     from .runtime.delays import ShiftedExponential
 
-    if backend not in ("thread", "ray"):
-        raise typer.BadParameter("must be thread or ray", param_hint="--backend")
+    backend = backend.value
     if ray_address is not None and backend != "ray":
         raise typer.BadParameter("needs --backend ray", param_hint="--ray-address")
     if num_workers < 2 * num_inputs:
@@ -204,14 +243,16 @@ def demo(
     Console(width=max(out.width, 110), file=out.file).print(table)
 
 
-models_app = typer.Typer(help="Train and cache the models used for coded inference.", no_args_is_help=True)
+models_app = typer.Typer(
+    cls=_Group, help="Train and cache the models used for coded inference.", no_args_is_help=True
+)
 app.add_typer(models_app, name="models")
 
 
-@models_app.command("train")
+@models_app.command("train", cls=_Command)
 def train_model(
-    name: str = typer.Argument(..., help="lenet5 or vit."),
-    dataset: str = typer.Option(None, help="mnist or digits (default: the model's recipe, mnist)."),
+    name: ModelName = typer.Argument(..., help="The model."),
+    dataset: DatasetName = typer.Option(None, help="The digits to train on (default: the model's recipe's)."),
     epochs: int = typer.Option(None, min=1, help="Training epochs (default: the model's recipe)."),
     seed: int = typer.Option(0, min=0, help="Seed for initialisation, shuffling and augmentation."),
     retrain: bool = typer.Option(False, help="Train even when cached weights exist."),
@@ -221,14 +262,11 @@ def train_model(
 
     from . import models
 
-    if name not in models.MODELS:
-        raise typer.BadParameter(f"must be one of {sorted(models.MODELS)}", param_hint="NAME")
+    name = name.value
     recipe = models.MODELS[name][1]
     changes = {"seed": seed}
     if dataset is not None:
-        if dataset not in ("mnist", "digits"):
-            raise typer.BadParameter("must be mnist or digits", param_hint="--dataset")
-        changes["dataset"] = dataset
+        changes["dataset"] = dataset.value
     if epochs is not None:
         changes["epochs"] = epochs
     recipe = dataclasses.replace(recipe, **changes)
@@ -250,38 +288,42 @@ def _check_out(out: Path) -> None:
         raise typer.BadParameter(str(err), param_hint="--out") from None
 
 
-@app.command("experiment")
+def _experiment_help() -> str:
+    lines = "\n".join(f"{name:<11} {module.SUMMARY}" for name, module in EXPERIMENTS.items())
+    return (
+        "Run one of the papers' experiments: write its long-format CSV and PNG figures in --out, "
+        f"and print its headline.\n\n\b\n{lines}"
+    )
+
+
+@app.command("experiment", cls=_Command, help=_experiment_help())
 def experiment(
-    name: str = typer.Argument(..., help="Which experiment (see `coded experiment --help`)."),
+    name: ExperimentName = typer.Argument(..., help="The experiment."),
     out: Path = typer.Option(Path("results"), "--out", help="Directory for the CSV and the figures."),
-    quick: bool = typer.Option(False, "--quick", help="A smaller grid and fewer trials."),
+    quick: bool = typer.Option(False, "--quick", help="A smaller grid and fewer trials (seconds)."),
     seed: int = typer.Option(0, min=0, help="Seed for everything random in the experiment."),
 ) -> None:
-    """Run one of the papers' experiments: writes a long-format CSV and PNG figures."""
-    from .experiments import EXPERIMENTS
-
-    if name not in EXPERIMENTS:
-        raise typer.BadParameter(f"must be one of {sorted(EXPERIMENTS)}", param_hint="NAME")
     _check_out(out)
+    out_console = console()
     start = time.perf_counter()
-    csv_path = EXPERIMENTS[name].run(out, quick=quick, seed=seed)
-    console().print(f"{name}: wrote {csv_path} and figures in {out} ({time.perf_counter() - start:.0f} s)")
+    paths = run_experiment(name.value, out, quick=quick, seed=seed, console=out_console)
+    elapsed = time.perf_counter() - start
+    out_console.print(f"{name.value}: wrote {', '.join(str(path) for path in paths)} ({elapsed:.0f} s)")
 
 
-@app.command("plot")
+@app.command("plot", cls=_Command)
 def plot(
     csv_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="A CSV written by an experiment."),
     out: Path = typer.Option(None, "--out", help="Directory for the figures (default: beside the CSV)."),
 ) -> None:
-    """Redraw an experiment's figures from its CSV, without recomputing."""
-    from .experiments import EXPERIMENTS
-    from .experiments.records import read_csv
-
-    if out is not None:
-        _check_out(out)
-    rows = read_csv(csv_path)
-    name = rows[0].get("experiment") if rows else None
-    if name not in EXPERIMENTS:
-        raise typer.BadParameter(f"no experiment {name!r} known for this CSV", param_hint="CSV_PATH")
-    for figure in EXPERIMENTS[name].plot(csv_path, out):
-        console().print(f"wrote {figure}")
+    """Redraw an experiment's figures from its CSV, without recomputing, and print its headline."""
+    out = out if out is not None else csv_path.parent
+    _check_out(out)
+    out_console = console()
+    try:
+        figures = redraw(csv_path, out, console=out_console)
+    except NotAnExperimentCSV as err:  # one line, with a usage error's status
+        typer.echo(f"coded plot: {err}", err=True)
+        raise typer.Exit(2) from None
+    for figure in figures:
+        out_console.print(f"wrote {figure}")

@@ -31,17 +31,23 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from .. import datasets, metrics, models
+from .._progress import progress as show_progress
 from ..codes import BACC, GCC, Replication, Uncoded
 from ..runtime import CodedExecutor, RayCluster, SimulatedCluster, ThreadCluster
 from ..runtime.delays import Pareto, ShiftedExponential
-from .records import figure_dir, output_dir, progress, pyplot, read_csv, save_figure, write_csv
+from .records import Headline, band_note, interval, pyplot, save_figure, scheme_style
 
 NAME = "latency"
+# one line of `coded experiment --help`
+SUMMARY = "p50/p95/p99 latency of coded LeNet-5 inference on thread, Ray and simulated clusters"
+# what plot and headline read: `coded plot` checks that a CSV has them
+COLUMNS = ("backend", "delay_model", "scheme", "num_stragglers", "wait_for", "trial", "latency_s", "rel_acc")
 SCHEMES = ("uncoded", "replication", "bacc", "gcc")
 BACKENDS = ("thread", "ray", "simulated")
 DELAY_SCALE = 0.05  # seconds: the fastest a worker ever answers
@@ -135,22 +141,14 @@ def _ray_available() -> bool:
     return True
 
 
-def run(
-    out_dir: Path,
-    *,
-    quick: bool = False,
-    seed: int = 0,
-    show_progress: bool = True,
-    backends: tuple[str, ...] | None = None,
-) -> Path:
-    out_dir = output_dir(out_dir)  # fail now, not after the run, if it cannot be written
-    config = QUICK if quick else Config()
-    backends = tuple(backends or config.backends)
+def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
+    """The experiment's rows: one per (backend, delay model, scheme, S, call)."""
+    backends = tuple(config.backends)
     if "ray" in backends and not _ray_available():
         print("latency: Ray is not installed (pip install 'codedcomputing[ray]'); skipping the ray backend")
         backends = tuple(b for b in backends if b != "ray")
     data = datasets.mnist()
-    f = models.numpy_function("lenet5", progress=show_progress)
+    f = models.numpy_function("lenet5", progress=progress)
     rows = []
 
     def size(backend):
@@ -163,7 +161,7 @@ def run(
         return tuple(DELAY_MODELS) if backend == "simulated" else config.delay_models
 
     total = sum(size(b)[3] * len(delay_models(b)) * len(schemes(*size(b)[:3])) for b in backends)
-    with progress("latency: calls", total, show_progress) as step:
+    with show_progress("latency: calls", total, enabled=progress) as step:
         for backend in backends:
             k, n, s_values, trials = size(backend)
             for delay_name in delay_models(backend):
@@ -208,11 +206,7 @@ def run(
                 import ray
 
                 ray.shutdown()
-    path = write_csv(rows, Path(out_dir) / f"{NAME}.csv")
-    for line in summary_lines(rows):
-        print(line)
-    plot(path, out_dir)
-    return path
+    return rows
 
 
 def label(row: dict) -> str:
@@ -239,61 +233,121 @@ def percentiles(rows: list[dict]) -> dict[tuple, dict[str, float]]:
     return out
 
 
-def summary_lines(rows: list[dict]) -> list[str]:
-    """One line per (backend, delay model, scheme), and each GCC's p99 over uncoded's."""
+def headline(rows: list[dict]) -> Headline:
+    """p50 and p99 per backend, delay model and scheme, and p99 over uncoded's p99 there."""
     stats = percentiles(rows)
-    lines = []
+    table_rows = []
     for (backend, delay, name), v in stats.items():
-        lines.append(
-            f"{backend:9s} {delay:11s} {name:13s} p50 {v['p50'] * 1e3:7.1f} ms  "
-            f"p95 {v['p95'] * 1e3:7.1f} ms  p99 {v['p99'] * 1e3:7.1f} ms  "
-            f"rel. acc {v['rel_acc']:.3f}  ({v['trials']} calls)"
+        uncoded = stats.get((backend, delay, "uncoded"))
+        ratio = v["p99"] / uncoded["p99"] if uncoded else ""
+        table_rows.append(
+            (backend, delay, name, v["p50"] * 1e3, v["p99"] * 1e3, ratio, v["rel_acc"], v["trials"])
         )
-    for backend, delay, name in stats:
-        if name.startswith("gcc") and (backend, delay, "uncoded") in stats:
-            ratio = stats[(backend, delay, name)]["p99"] / stats[(backend, delay, "uncoded")]["p99"]
-            lines.append(f"{backend} {delay}: p99 {name} / p99 uncoded = {ratio:.3f}")
-    return lines
+    return Headline(
+        title="latency: end-to-end (encode + wait + decode) percentiles per call",
+        columns=("backend", "delays", "scheme", "p50 ms", "p99 ms", "p99 / uncoded", "rel. acc", "calls"),
+        rows=table_rows,
+    )
 
 
-def plot(csv_path: Path, out_dir: Path | None = None) -> list[Path]:
-    """Latency CDFs (one panel per backend and delay model) and p50/p95/p99 bars."""
+def _calls(rows: list[dict]) -> str:
+    """The number of calls per scheme, or its range when backends differ."""
+    counts = sorted({v["trials"] for v in percentiles(rows).values()})
+    return str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+
+
+def _line_style(row: dict, s_rank: dict[int, int]) -> dict:
+    """Colour by scheme, line style by S (solid for the smallest S), so that the two S of
+    one scheme, and schemes at one S, tell apart."""
+    style = scheme_style(row["scheme"])
+    dashes = ("-", "--", ":", "-.")
+    rank = s_rank.get(row["num_stragglers"], 0) if row["wait_for"] != "complete" else 0
+    return {"color": style["color"], "ls": dashes[rank % len(dashes)]}
+
+
+def _panel_title(rows: list[dict], backend: str, delay: str) -> str:
+    mine = [r for r in rows if (r["backend"], r["delay_model"]) == (backend, delay)]
+    k, n = mine[0]["num_inputs"], max(r["num_workers"] for r in mine)
+    return f"{backend} (K = {k}, N = {n}), {delay} delays"
+
+
+def _plain_ticks(axis) -> None:
+    """Log-axis ticks as plain milliseconds (100, 200, 1000), not 2 x 10^2."""
+    from matplotlib.ticker import FuncFormatter
+
+    def minor(value, _):  # 200, 300, 500 only where fewer than two decades show: else they crowd
+        low, high = axis.get_view_interval()
+        return f"{value:g}" if high < 100 * low and f"{value:g}"[0] in "235" else ""
+
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(FuncFormatter(minor))
+
+
+def plot(rows: list[dict], out_dir: Path) -> list[Path]:
+    """Latency CDFs (one panel per backend and delay model, one line per scheme and S) and
+    p50/p95/p99 bars with bootstrap error bars, on log axes: Pareto's uncoded tail is
+    seconds where the coded schemes take ~100 ms."""
     plt = pyplot()
-    rows = read_csv(csv_path)
-    out_dir = figure_dir(csv_path, out_dir)
     panels = list(dict.fromkeys((row["backend"], row["delay_model"]) for row in rows))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.2), squeeze=False)
     for ax, (backend, delay) in zip(axes[0], panels, strict=True):
-        for scheme in SCHEMES:
-            latency = np.sort(
-                [
-                    r["latency_s"]
-                    for r in rows
-                    if (r["backend"], r["delay_model"], r["scheme"]) == (backend, delay, scheme)
-                ]
+        mine = [r for r in rows if (r["backend"], r["delay_model"]) == (backend, delay)]
+        s_rank = {
+            s: i
+            for i, s in enumerate(sorted({r["num_stragglers"] for r in mine if r["wait_for"] != "complete"}))
+        }
+        for name in dict.fromkeys(label(r) for r in mine):
+            calls = [r for r in mine if label(r) == name]
+            latency = np.sort([r["latency_s"] for r in calls]) * 1e3
+            ax.step(
+                np.concatenate([latency[:1], latency]),  # from 0 at the fastest call
+                np.arange(latency.size + 1) / latency.size,
+                where="post",
+                label=name,
+                **_line_style(calls[0], s_rank),
             )
-            if latency.size:
-                ax.step(
-                    latency * 1e3, np.arange(1, latency.size + 1) / latency.size, where="post", label=scheme
-                )
         ax.set_xscale("log")
-        ax.set_xlabel("end-to-end latency (ms)")
-        ax.set_ylabel("fraction of calls")
-        ax.set_title(f"{backend}, {delay}")
+        _plain_ticks(ax.xaxis)
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel("end-to-end latency (ms, log scale)")
+        ax.set_ylabel("fraction of calls at most this long")
+        ax.set_title(_panel_title(rows, backend, delay))
         ax.legend(fontsize=8)
-    figures = [save_figure(fig, out_dir, f"{NAME}_cdf")]
+    caption = f"empirical CDF over {_calls(rows)} calls per scheme; latency = encode + wait + decode"
+    figures = [save_figure(fig, out_dir, f"{NAME}_cdf", caption)]
 
     stats = percentiles(rows)
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
-    width = 0.25
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.2), squeeze=False)
+    width = 0.26
     for ax, (backend, delay) in zip(axes[0], panels, strict=True):
         names = [name for (b, d, name) in stats if (b, d) == (backend, delay)]
-        for i, quantile in enumerate(("p50", "p95", "p99")):
-            values = [stats[(backend, delay, s)][quantile] * 1e3 for s in names]
-            ax.bar(np.arange(len(names)) + (i - 1) * width, values, width, label=quantile)
+        for i, q in enumerate((50, 95, 99)):
+            estimates, lows, highs = [], [], []
+            for name in names:
+                latency = [
+                    r["latency_s"] * 1e3
+                    for r in rows
+                    if (r["backend"], r["delay_model"], label(r)) == (backend, delay, name)
+                ]
+                value = interval(latency, statistic=partial(np.percentile, q=q))
+                estimates.append(value.estimate)
+                lows.append(value.estimate - value.low)
+                highs.append(value.high - value.estimate)
+            ax.bar(
+                np.arange(len(names)) + (i - 1) * width,
+                estimates,
+                width,
+                yerr=[lows, highs],
+                capsize=2,
+                error_kw={"lw": 0.8},
+                label=f"p{q}",
+            )
+        ax.set_yscale("log")
+        _plain_ticks(ax.yaxis)
         ax.set_xticks(np.arange(len(names)), names, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel("latency (ms)")
-        ax.set_title(f"{backend}, {delay}")
+        ax.set_ylabel("end-to-end latency (ms, log scale)")
+        ax.set_title(_panel_title(rows, backend, delay))
         ax.legend(fontsize=8)
-    figures.append(save_figure(fig, out_dir, f"{NAME}_percentiles"))
+    caption = band_note(_calls(rows), statistic="percentile", what="error bars", unit="calls")
+    figures.append(save_figure(fig, out_dir, f"{NAME}_percentiles", caption))
     return figures

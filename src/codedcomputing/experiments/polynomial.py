@@ -18,11 +18,40 @@ from pathlib import Path
 import numpy as np
 
 from .. import metrics, stragglers
+from .._progress import progress as show_progress
 from ..codes import BACC, GCC, LCC
 from ..tuning import tune
-from .records import figure_dir, output_dir, progress, pyplot, read_csv, save_figure, summarise, write_csv
+from .records import (
+    EXACT_MSE,
+    FLOOR_NOTE,
+    Headline,
+    band_note,
+    draw_band,
+    exact_floor,
+    means,
+    pyplot,
+    save_figure,
+    scheme_style,
+    show_floor,
+    summarise,
+    twins,
+)
 
 NAME = "polynomial"
+# one line of `coded experiment --help`
+SUMMARY = "Fig. 3: GCC against LCC and BACC on a random quadratic (K = 10, N = 40), S = 0 to 36"
+APPROXIMATE = ("gcc", "gcc-natural", "bacc")
+# what plot and headline read: `coded plot` checks that a CSV has them
+COLUMNS = (
+    "function",
+    "scheme",
+    "num_inputs",
+    "num_workers",
+    "num_stragglers",
+    "recovery_threshold",
+    "trial",
+    "mse",
+)
 
 
 @dataclass(frozen=True)
@@ -45,15 +74,14 @@ def quadratic(rng: np.random.Generator, dim: int, out_dim: int):
     return lambda x: (x @ a) * (x @ b) + x @ c
 
 
-def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: bool = True) -> Path:
-    out_dir = output_dir(out_dir)  # fail now, not after the run, if it cannot be written
-    config = QUICK if quick else Config()
+def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
+    """The experiment's rows: one per (S, scheme, trial)."""
     rng = np.random.default_rng(seed)
     k, n = config.num_inputs, config.num_workers
     f = quadratic(rng, config.dim, config.out_dim)
     lcc, bacc, natural = LCC(k, n, config.degree, best_effort=True), BACC(k, n), GCC(k, n)
     rows = []
-    with progress("polynomial: stragglers", len(config.stragglers), show_progress) as step:
+    with show_progress("polynomial: stragglers", len(config.stragglers), enabled=progress) as step:
         for s in config.stragglers:
             tuned = tune(
                 f,
@@ -90,39 +118,68 @@ def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: boo
                         }
                     )
             step()
-    path = write_csv(rows, Path(out_dir) / f"{NAME}.csv")
-    plot(path, out_dir)
-    return path
+    return rows
 
 
-def plot(csv_path: Path, out_dir: Path | None = None) -> list[Path]:
-    """Two panels from the CSV: up to LCC's recovery threshold (zoom) and the whole range."""
+def plot(rows: list[dict], out_dir: Path) -> list[Path]:
+    """``polynomial.png``: (a) the approximate codes (GCC tuned and natural, BACC) on an axis
+    of their own; (b) LCC against GCC: exact (drawn at a marked floor) up to its recovery
+    threshold, orders of magnitude worse past it. Both mark the threshold."""
     plt = pyplot()
-
-    rows = read_csv(csv_path)
-    out_dir = figure_dir(csv_path, out_dir)
     summary = summarise(rows, ("scheme", "num_stragglers"), "mse")
-    n, threshold = rows[0]["num_workers"], rows[0]["recovery_threshold"]
+    curves = {
+        scheme: sorted((s, v) for (name, s), v in summary.items() if name == scheme)
+        for scheme in (*APPROXIMATE, "lcc")
+    }
+    curves = {scheme: points for scheme, points in curves.items() if points}
+    k, n, threshold = rows[0]["num_inputs"], rows[0]["num_workers"], rows[0]["recovery_threshold"]
     last_exact = n - threshold  # LCC is exact while S <= N - threshold
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for ax, limit, title in (
-        (axes[0], last_exact, f"(a) S <= N - threshold = {last_exact}"),
-        (axes[1], max(s for _, s in summary), "(b) all S"),
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    for ax, schemes, title in (
+        (axes[0], APPROXIMATE, "(a) the approximate codes: GCC and BACC"),
+        (axes[1], ("gcc", "lcc"), "(b) LCC against GCC"),
     ):
-        for scheme in ("gcc", "gcc-natural", "bacc", "lcc"):
-            points = sorted((s, v) for (name, s), v in summary.items() if name == scheme and s <= limit)
-            if not points:
-                continue
-            s_values = [s for s, _ in points]
-            mean = np.array([v[0] for _, v in points])
-            low = np.maximum(np.array([v[1] for _, v in points]), mean * 1e-3)
-            ax.plot(s_values, mean, marker="o", ms=3, label=scheme)
-            ax.fill_between(s_values, low, np.array([v[2] for _, v in points]), alpha=0.2)
-        ax.axvline(last_exact, color="grey", ls=":", lw=1)
+        shown = {scheme: curves[scheme] for scheme in schemes if scheme in curves}
+        same = twins({scheme: [v.estimate for _, v in points] for scheme, points in shown.items()})
+        values = [x for points in shown.values() for _, v in points for x in v]
+        floor = exact_floor(values) if min(values) < EXACT_MSE else None
+        for scheme, points in shown.items():
+            label = f"{scheme} ({same[scheme]})" if scheme in same else scheme
+            if scheme == "lcc":
+                label = "lcc (best effort past its threshold)"
+            s_values, intervals = zip(*points, strict=True)
+            draw_band(ax, s_values, intervals, label, scheme_style(scheme), floor=floor)
+        ax.axvline(
+            last_exact + 0.5,
+            color="0.4",
+            ls=":",
+            lw=1.2,
+            label=rf"LCC's recovery threshold: exact for $S \leq N - {threshold} = {last_exact}$",
+        )
         ax.set_yscale("log")
+        if floor is not None:
+            show_floor(ax, floor)
         ax.set_xlabel("number of stragglers S")
-        ax.set_ylabel("MSE")
+        ax.set_ylabel("MSE against f(x)")
         ax.set_title(title)
-        ax.legend()
-    fig.suptitle(f"Polynomial f, K = {rows[0]['num_inputs']}, N = {n}, LCC threshold {threshold}")
-    return [save_figure(fig, out_dir, NAME)]
+        ax.legend(fontsize=8)
+    _, dim, out_dim = rows[0]["function"].split("-")  # written by run as quadratic-{dim}-{out_dim}
+    space = rf"$\mathbb{{R}}^{{{dim}}} \to \mathbb{{R}}^{{{out_dim}}}$"
+    fig.suptitle(f"f: a random quadratic map {space}, K = {k}, N = {n}")
+    trials = len({row["trial"] for row in rows})
+    return [save_figure(fig, out_dir, NAME, f"{band_note(trials)}; {FLOOR_NOTE}")]
+
+
+def headline(rows: list[dict]) -> Headline:
+    """Mean MSE of LCC, GCC and BACC at S = 0, around LCC's threshold and at the largest S."""
+    mse = means(rows, ("scheme", "num_stragglers"), "mse")
+    n, threshold = rows[0]["num_workers"], rows[0]["recovery_threshold"]
+    last_exact = n - threshold
+    s_values = sorted({s for _, s in mse})
+    near = [s for s in s_values if last_exact - 2 <= s <= last_exact + 3]
+    shown = sorted({s_values[0], *near, s_values[-1]})
+    return Headline(
+        title=f"polynomial: mean MSE around LCC's threshold (exact for S <= {last_exact})",
+        columns=("S", "lcc", "gcc", "gcc-natural", "bacc"),
+        rows=[(s, *(mse[(scheme, s)] for scheme in ("lcc", "gcc", "gcc-natural", "bacc"))) for s in shown],
+    )

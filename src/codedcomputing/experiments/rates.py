@@ -36,9 +36,10 @@ Choices:
   generator until at least 2 return, deterministically. With N >= 20 and p <= 0.3 the chance
   is below 2e-9 per draw, so in practice this never triggers.
 
-Outputs: ``rates.csv`` (one row per (N, straggler setting, scheme, trial)), ``rates_slopes.csv``
-(panel, scheme, num_stragglers, p, slope) and ``rates.png``. The slopes are printed and
-:func:`plot` recomputes them from ``rates.csv`` alone (:func:`fit_slopes`).
+Outputs: the rows (``rates.csv``: one per (N, straggler setting, scheme, trial)), the slopes
+(``rates_slopes.csv``: panel, scheme, num_stragglers, p, slope; :func:`derived`) and
+``rates.png``. :func:`plot` and :func:`headline` recompute the slopes from the rows alone
+(:func:`fit_slopes`).
 """
 
 from __future__ import annotations
@@ -49,13 +50,28 @@ from pathlib import Path
 import numpy as np
 
 from .. import datasets, metrics, models, stragglers
+from .._progress import progress as show_progress
 from ..codes import BACC, GCC
 from ..tuning import lambda_grid, tune
-from .records import figure_dir, output_dir, progress, pyplot, read_csv, save_figure, summarise, write_csv
+from .records import (
+    Headline,
+    band_note,
+    draw_band,
+    means,
+    pyplot,
+    save_figure,
+    scheme_style,
+    summarise,
+    twins,
+)
 
 NAME = "rates"
+# one line of `coded experiment --help`
+SUMMARY = "Fig. 4: LeNet-5's MSE as N grows (20 to 320), worst-case and Bernoulli stragglers; fitted slopes"
 MODEL = "lenet5"
 WORST, BERNOULLI = "worst-case", "bernoulli"
+# what plot and headline read: `coded plot` checks that a CSV has them
+COLUMNS = ("scheme", "panel", "num_inputs", "num_workers", "num_stragglers", "p", "trial", "mse")
 
 
 @dataclass(frozen=True)
@@ -91,16 +107,15 @@ def _settings(config: Config) -> list[tuple[str, int | str, float | str, object]
     return settings
 
 
-def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: bool = True) -> Path:
-    out_dir = output_dir(out_dir)  # fail now, not after the run, if it cannot be written
-    config = QUICK if quick else Config()
+def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
+    """The experiment's rows: one per (N, straggler setting, scheme, trial)."""
     k = config.num_inputs
-    f = models.numpy_function(MODEL, progress=show_progress)
+    f = models.numpy_function(MODEL, progress=progress)
     data = datasets.mnist()
     settings = _settings(config)
     lambdas_enc = lambda_grid(k, num=config.tuning_enc_grid) if config.tuning_enc_grid > 0 else [0.0]
     rows = []
-    with progress("rates: workers N", len(config.num_workers), show_progress) as step:
+    with show_progress("rates: workers N", len(config.num_workers), enabled=progress) as step:
         for n in config.num_workers:
             calibration = data.train_x[
                 np.random.default_rng([seed, n, 1]).choice(len(data.train_x), k, replace=False)
@@ -155,23 +170,21 @@ def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: boo
                             }
                         )
             step()
-    out_dir = Path(out_dir)
-    path = write_csv(rows, out_dir / f"{NAME}.csv")
-    slopes = fit_slopes(rows)
-    write_csv(slopes, out_dir / f"{NAME}_slopes.csv")
-    print(f"{NAME}: fitted slopes of log(mean MSE) vs log N over N = {list(config.num_workers)}")
-    for row in slopes:
-        print(f"  {_curve_label(row)}: {row['slope']:+.2f}")
-    plot(path, out_dir)
-    return path
+    return rows
+
+
+def derived(rows: list[dict]) -> dict[str, list[dict]]:
+    """Tables computed from the rows, written beside the CSV: ``rates_slopes.csv``."""
+    return {f"{NAME}_slopes": fit_slopes(rows)}
 
 
 def fit_slopes(rows) -> list[dict]:
     """Least-squares slope of log(mean MSE over trials) against log N, one per curve
     (panel, scheme, num_stragglers, p), from the experiment's rows (as read from its CSV)."""
-    summary = summarise(rows, ("panel", "scheme", "num_stragglers", "p", "num_workers"), "mse")
     curves: dict[tuple, list[tuple[int, float]]] = {}
-    for (*curve, n), (mean, _, _) in summary.items():
+    for (*curve, n), mean in means(
+        rows, ("panel", "scheme", "num_stragglers", "p", "num_workers"), "mse"
+    ).items():
         curves.setdefault(tuple(curve), []).append((n, mean))
     slopes = []
     for (panel, scheme, s, p), points in sorted(curves.items(), key=lambda item: _curve_order(item[0])):
@@ -196,30 +209,19 @@ def _curve_label(row: dict) -> str:
     return f"{row['scheme']}, bernoulli p = {row['p']}"
 
 
-def _band(ax, points, color, label, **style):
-    """Mean with its 95% CI band (the band's floor clipped for the log axis)."""
-    n = np.array([n for n, _ in points], dtype=float)
-    mean = np.array([v[0] for _, v in points])
-    low = np.maximum(np.array([v[1] for _, v in points]), mean * 1e-2)
-    ax.plot(n, mean, color=color, label=label, **({"marker": "o", "ms": 3} | style))
-    ax.fill_between(n, low, np.array([v[2] for _, v in points]), color=color, alpha=0.15)
-    return n, mean
-
-
-def _theory(ax, n, mean, shape, color):
+def _theory(ax, n, mean, shape, color, label):
     """The theory curve ``shape(N)`` scaled through the curve's first point, dashed."""
     values = shape(n)
-    ax.plot(n, values * mean[0] / values[0], ls="--", lw=1, color=color)
+    ax.plot(n, values * mean[0] / values[0], ls="--", lw=1, color=color, label=label)
 
 
-def plot(csv_path: Path, out_dir: Path | None = None) -> list[Path]:
-    """``rates.png``: (a) worst case, GCC vs BACC; (b) GCC under Bernoulli stragglers."""
+def plot(rows: list[dict], out_dir: Path) -> list[Path]:
+    """``rates.png``: (a) worst case, GCC vs BACC; (b) GCC under Bernoulli stragglers. Fitted
+    slopes in the legends; theory lines dashed, through each curve's first point."""
     plt = pyplot()
     from matplotlib.lines import Line2D
 
-    rows = read_csv(csv_path)
-    out_dir = figure_dir(csv_path, out_dir)
-    slopes = {(r["panel"], r["scheme"], r["num_stragglers"], r["p"]): r["slope"] for r in fit_slopes(rows)}
+    slopes = {(r["panel"], r["scheme"], r["p"]): r["slope"] for r in fit_slopes(rows)}
     summary = summarise(rows, ("panel", "scheme", "num_stragglers", "p", "num_workers"), "mse")
 
     def curve(panel, scheme, p):
@@ -227,45 +229,58 @@ def plot(csv_path: Path, out_dir: Path | None = None) -> list[Path]:
             (n, v) for (pa, sc, _, pp, n), v in summary.items() if (pa, sc, pp) == (panel, scheme, p)
         )
 
-    def slope(panel, scheme, p):
-        return next(v for (pa, sc, _, pp), v in slopes.items() if (pa, sc, pp) == (panel, scheme, p))
-
     worst = [r for r in rows if r["panel"] == WORST]
     s = worst[0]["num_stragglers"] if worst else None
     probabilities = sorted({r["p"] for r in rows if r["panel"] == BERNOULLI})
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    dashed = Line2D([], [], color="grey", ls="--", lw=1)
-    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(12, 4.8))
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(13, 5.2))
 
-    styles = {"gcc-natural": {"ls": ":", "marker": "s", "ms": 4, "mfc": "none"}}
-    for i, scheme in enumerate(("gcc", "gcc-natural", "bacc")):
-        points = curve(WORST, scheme, "")
-        if len(points) < 2:
-            continue
-        label = f"{scheme} (slope {slope(WORST, scheme, ''):.2f})"
-        n, mean = _band(ax_a, points, colors[i], label, **styles.get(scheme, {}))
+    shown = {scheme: curve(WORST, scheme, "") for scheme in ("gcc", "gcc-natural", "bacc")}
+    shown = {scheme: points for scheme, points in shown.items() if len(points) >= 2}
+    same = twins({scheme: [v.estimate for _, v in points] for scheme, points in shown.items()})
+    theory = None
+    for scheme, points in shown.items():
+        twin = f", {same[scheme]}" if scheme in same else ""
+        label = f"{scheme} (slope {slopes[(WORST, scheme, '')]:.2f}{twin})"
+        n, intervals = (np.array(values) for values in zip(*points, strict=True))
+        line = draw_band(ax_a, n, intervals, label, scheme_style(scheme))
         if scheme == "gcc":
-            _theory(ax_a, n, mean, lambda n: n**-3.0, colors[i])
-    handles, labels = ax_a.get_legend_handles_labels()
-    ax_a.legend([*handles, dashed], [*labels, "theory: N^-3 (through GCC's first point)"], fontsize=8)
-    ax_a.set_title(f"(a) worst case: a block of S = {s} stragglers")
+            theory = (n, intervals[:, 0], line.get_color())
+    if theory is not None:  # drawn last, so that it is the legend's last entry
+        _theory(
+            ax_a, *theory[:2], lambda n: n**-3.0, theory[2], r"theory: $N^{-3}$, through gcc's first point"
+        )
+    ax_a.legend(fontsize=8)
+    ax_a.set_title(f"(a) worst case: a block of S = {s} contiguous stragglers")
 
+    # (b): one colour per straggler model; each dashed theory line is in its curve's colour
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    curves = []
     points = curve(WORST, "gcc", "")
     if len(points) >= 2:
-        n, mean = _band(
-            ax_b, points, colors[0], f"GCC, worst case S = {s} (slope {slope(WORST, 'gcc', ''):.2f})"
-        )
-        _theory(ax_b, n, mean, lambda n: n**-3.0, colors[0])
-    for i, p in enumerate(probabilities, start=3):
+        label = f"gcc, worst case S = {s} (slope {slopes[(WORST, 'gcc', '')]:.2f})"
+        curves.append((points, label, scheme_style("gcc"), lambda n: n**-3.0))
+    markers = ("s", "^", "D", "v", "P")
+    for i, p in enumerate(probabilities):
         points = curve(BERNOULLI, "gcc", p)
-        if len(points) < 2:
-            continue
-        color = colors[i % len(colors)]
-        n, mean = _band(ax_b, points, color, f"GCC, p = {p:g} (slope {slope(BERNOULLI, 'gcc', p):.2f})")
-        _theory(ax_b, n, mean, lambda n, p=p: (np.log(n) / np.log(1 / p)) ** 3 * n**-3.0, color)
+        if len(points) >= 2:
+            label = f"gcc, p = {p:g} (slope {slopes[(BERNOULLI, 'gcc', p)]:.2f})"
+            style = {"color": colors[(3 + i) % len(colors)], "ls": "-", "marker": markers[i % len(markers)]}
+            curves.append((points, label, style, lambda n, p=p: (np.log(n) / np.log(1 / p)) ** 3 * n**-3.0))
+    for points, label, style, shape in curves:
+        n, intervals = (np.array(values) for values in zip(*points, strict=True))
+        line = draw_band(ax_b, n, intervals, label, style)
+        _theory(ax_b, n, intervals[:, 0], shape, line.get_color(), None)
     handles, labels = ax_b.get_legend_handles_labels()
-    ax_b.legend([*handles, dashed], [*labels, "theory: N^-3, log_{1/p}(N)^3 N^-3"], fontsize=8)
-    ax_b.set_title("(b) GCC, each worker straggles with probability p")
+    dashed = [
+        Line2D([], [], color=scheme_style("gcc")["color"], ls="--", lw=1),
+        Line2D([], [], color="0.4", ls="--", lw=1),
+    ]
+    theory_labels = [
+        r"theory, worst case: $N^{-3}$",
+        r"theory for p: $\log_{1/p}(N)^3\,N^{-3}$, in p's colour",
+    ]
+    ax_b.legend([*handles, *dashed], [*labels, *theory_labels], fontsize=8, loc="lower left")
+    ax_b.set_title("(b) gcc, each worker straggles with probability p")
 
     grid = sorted({r["num_workers"] for r in rows})
     for ax in (ax_a, ax_b):
@@ -274,6 +289,29 @@ def plot(csv_path: Path, out_dir: Path | None = None) -> list[Path]:
         ax.set_xticks(grid, [str(n) for n in grid], minor=False)
         ax.set_xticks([], minor=True)
         ax.set_xlabel("number of workers N")
-        ax.set_ylabel("MSE")
-    fig.suptitle(f"LeNet-5 on MNIST, K = {rows[0]['num_inputs']}: MSE vs N (log-log, mean and 95% CI)")
-    return [save_figure(fig, out_dir, NAME)]
+        ax.set_ylabel("MSE against f(x)")
+    fig.suptitle(
+        f"LeNet-5 on MNIST, K = {rows[0]['num_inputs']}: MSE vs N (log-log); "
+        "slopes fitted to log(mean MSE) against log N"
+    )
+    trials = len({r["trial"] for r in rows})
+    return [save_figure(fig, out_dir, NAME, band_note(trials))]
+
+
+def headline(rows: list[dict]) -> Headline:
+    """The fitted slopes, one line per curve, beside the rate theory promises."""
+    table_rows = []
+    for row in fit_slopes(rows):
+        if row["scheme"] == "bacc":
+            theory = "-"
+        elif row["panel"] == WORST:
+            theory = "N^-3"
+        else:
+            theory = "log_{1/p}(N)^3 N^-3"
+        table_rows.append((_curve_label(row), row["slope"], theory))
+    grid = sorted({r["num_workers"] for r in rows})
+    return Headline(
+        title=f"rates: slope of log(mean MSE) against log N, N = {', '.join(map(str, grid))}",
+        columns=("curve", "slope", "theory (GCC)"),
+        rows=table_rows,
+    )

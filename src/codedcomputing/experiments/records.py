@@ -1,27 +1,59 @@
-"""Experiment results as data: long-format CSV rows, summary statistics and progress bars."""
+"""Experiment results as data and figures: long-format CSV rows, bootstrap bands, headline
+tables, and the drawing conventions every figure shares (scheme styles, the floor for exact
+schemes on a log axis, the caption that says what a band is)."""
 
 from __future__ import annotations
 
 import csv
 import tempfile
-from collections.abc import Iterable, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from scipy import stats
 
 __all__ = [
+    "EXACT_MSE",
+    "FLOOR_NOTE",
+    "LEVEL",
+    "RESAMPLES",
+    "Headline",
+    "Interval",
+    "band_note",
+    "draw_band",
+    "exact_floor",
     "figure_dir",
-    "mean_ci",
+    "grouped",
+    "interval",
+    "means",
     "output_dir",
-    "progress",
     "pyplot",
     "read_csv",
     "save_figure",
+    "scheme_style",
+    "show_floor",
     "summarise",
+    "twins",
     "write_csv",
 ]
+
+LEVEL = 0.95
+RESAMPLES = 2000  # between bootstrap seeds the band's ends move by ~1-2% of its width (measured)
+EXACT_MSE = 1e-10  # an MSE below this is rounding: the scheme was exact
+FLOOR_NOTE = f"'exact': MSE below {EXACT_MSE:.0e} (rounding), drawn on the shaded floor"
+
+# One look per scheme in every figure. Schemes that often coincide (GCC tuned to lambda = 0 is
+# GCC natural) differ in line style and marker too, so the one drawn on top does not hide the other.
+SCHEME_STYLES = {
+    "gcc": {"color": "C0", "ls": "-", "marker": "o"},
+    "gcc-natural": {"color": "C1", "ls": ":", "marker": "s", "mfc": "none", "ms": 7},
+    "bacc": {"color": "C2", "ls": "-", "marker": "^"},
+    "lcc": {"color": "C3", "ls": "--", "marker": "D"},
+    "replication": {"color": "C4", "ls": "-.", "marker": "v"},
+    "uncoded": {"color": "C5", "ls": "--", "marker": "x"},
+}
 
 
 def write_csv(rows: Sequence[dict], path: Path) -> Path:
@@ -36,7 +68,10 @@ def write_csv(rows: Sequence[dict], path: Path) -> Path:
 
 
 def read_csv(path: Path) -> list[dict]:
-    """Rows of a CSV written by :func:`write_csv`, with numeric fields parsed as numbers."""
+    """Rows of a CSV written by :func:`write_csv`, with numeric fields parsed as numbers.
+
+    A file that is not such a CSV (not UTF-8 text, or a line with more or fewer fields than
+    the header) raises a ``ValueError`` saying so, rather than returning ragged rows."""
 
     def parse(value: str):
         for kind in (int, float):
@@ -46,36 +81,109 @@ def read_csv(path: Path) -> list[dict]:
                 pass
         return value
 
-    with Path(path).open(newline="") as handle:
-        return [{key: parse(value) for key, value in row.items()} for row in csv.DictReader(handle)]
+    rows = []
+    try:
+        with Path(path).open(newline="", encoding="utf-8") as handle:
+            reader = csv.reader(handle)
+            header = next(reader, [])
+            for fields in reader:
+                if not fields:
+                    continue
+                if len(fields) != len(header):
+                    raise ValueError(
+                        f"line {reader.line_num} has {len(fields)} fields where the header has {len(header)}"
+                    )
+                rows.append({key: parse(value) for key, value in zip(header, fields, strict=True)})
+    except UnicodeDecodeError:
+        raise ValueError("it is not UTF-8 text") from None
+    except csv.Error as err:
+        raise ValueError(f"it is not a CSV ({err})") from None
+    return rows
 
 
-def mean_ci(values: Iterable[float], level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and the ``level`` confidence interval of the mean (Student t), as (mean, low, high)."""
+class Interval(NamedTuple):
+    """A statistic with the ends of its confidence interval."""
+
+    estimate: float
+    low: float
+    high: float
+
+
+def interval(
+    values: Iterable[float],
+    *,
+    statistic: Callable = np.mean,
+    level: float = LEVEL,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> Interval:
+    """``statistic`` of ``values`` (default: the mean) and its ``level`` percentile-bootstrap
+    interval, seeded so that a figure redraws identically.
+
+    Why the bootstrap: MSE over trials is heavy-tailed, so a Student-t interval runs below
+    zero and needed a clipping floor on a log axis. A resampled mean lies within the data's
+    range, so the band of a positive value stays positive and that of a bounded one (relative
+    accuracy, in [0, 1]) stays within its bounds. ``statistic`` takes an ``axis`` argument
+    (``np.mean``, ``functools.partial(np.percentile, q=99)``). Constant values, or fewer
+    than two, give a zero-width interval.
+    """
     x = np.asarray(list(values), dtype=np.float64)
-    mean = float(x.mean())
-    if x.size < 2:
-        return mean, mean, mean
-    half = float(stats.t.ppf(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
-    return mean, mean - half, mean + half
+    estimate = float(statistic(x))
+    if x.size < 2 or np.all(x == x[0]):
+        return Interval(estimate, estimate, estimate)
+    result = stats.bootstrap(
+        (x,),
+        statistic,
+        n_resamples=resamples,
+        confidence_level=level,
+        method="percentile",
+        vectorized=True,
+        random_state=np.random.default_rng(seed),  # `rng=` only exists from scipy 1.15
+    )
+    low, high = result.confidence_interval
+    return Interval(estimate, float(low), float(high))
 
 
-def summarise(rows: Sequence[dict], by: Sequence[str], value: str) -> dict[tuple, tuple[float, float, float]]:
-    """``{group key: mean_ci(values)}`` over the rows grouped by the columns ``by``."""
+def grouped(rows: Sequence[dict], by: Sequence[str], value: str) -> dict[tuple, np.ndarray]:
+    """``{group key: the values of column value}`` over the rows grouped by the columns
+    ``by``, groups in the order they first appear."""
     groups: dict[tuple, list[float]] = {}
     for row in rows:
         groups.setdefault(tuple(row[key] for key in by), []).append(float(row[value]))
-    return {key: mean_ci(values) for key, values in groups.items()}
+    return {key: np.asarray(values) for key, values in groups.items()}
 
 
-@contextmanager
-def progress(description: str, total: int, enabled: bool = True):
-    """A rich progress bar; yields a function to call once per finished step."""
-    from rich.progress import Progress
+def means(rows: Sequence[dict], by: Sequence[str], value: str) -> dict[tuple, float]:
+    """``{group key: mean}``, as :func:`grouped` groups them (no interval: cheap)."""
+    return {key: float(values.mean()) for key, values in grouped(rows, by, value).items()}
 
-    with Progress(disable=not enabled, transient=True) as bar:
-        task = bar.add_task(description, total=total)
-        yield lambda: bar.advance(task)
+
+def summarise(rows: Sequence[dict], by: Sequence[str], value: str, **options) -> dict[tuple, Interval]:
+    """``{group key: interval(values)}`` over the rows grouped by the columns ``by``;
+    ``options`` go to :func:`interval`."""
+    return {key: interval(values, **options) for key, values in grouped(rows, by, value).items()}
+
+
+def band_note(trials, *, statistic: str = "mean", what: str = "bands", unit: str = "trials") -> str:
+    """The caption line that says what a figure's bands are."""
+    band = f"{LEVEL:.0%} bootstrap interval of the {statistic}"
+    return f"{what}: {band} over {trials} {unit} ({RESAMPLES} resamples)"
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A few lines that summarise an experiment's result: printed after a run and by
+    ``coded plot``. Cells are numbers or text; numbers are rounded only when shown."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: list[tuple] = field(default_factory=list)
+    note: str = ""
+
+    def column(self, name: str) -> list:
+        """The cells of column ``name``, row by row."""
+        index = self.columns.index(name)
+        return [row[index] for row in self.rows]
 
 
 def pyplot():
@@ -88,9 +196,84 @@ def pyplot():
     return plt
 
 
+def scheme_style(scheme: str) -> dict:
+    """The line style, marker and colour of ``scheme`` (see ``SCHEME_STYLES``), as a copy."""
+    return dict(SCHEME_STYLES.get(scheme, {"ls": "-", "marker": "o"}))
+
+
+def draw_band(ax, x, intervals: Sequence[Interval], label: str, style: dict, *, floor: float | None = None):
+    """A curve of estimates with its band; returns the line. With a ``floor`` (a log MSE
+    axis), estimates below :data:`EXACT_MSE` are drawn at the floor without a band (see
+    :func:`show_floor`), a band's low end below it stops at it, and a segment between the
+    floor and a real value is drawn faint: its slope means nothing."""
+    x = np.asarray(x, dtype=float)
+    estimate, low, high = (np.array([v[i] for v in intervals], dtype=float) for i in range(3))
+    exact = estimate < EXACT_MSE if floor is not None else np.zeros(x.size, dtype=bool)
+    y = np.where(exact, floor if floor is not None else 0.0, estimate)
+    if floor is not None:  # a band that reaches exact values (resamples of exact trials) ends on the floor
+        low = np.maximum(low, floor)
+    style = {"ms": 4} | style
+    line = ax.plot(x, np.where(exact, np.nan, y), label=label, **style)[0]
+    if exact.any():
+        ax.plot(x, np.where(exact, y, np.nan), **(style | {"color": line.get_color()}))
+        for i in np.flatnonzero(exact[1:] != exact[:-1]):  # floor <-> value: faint, no marker
+            ax.plot(x[i : i + 2], y[i : i + 2], color=line.get_color(), ls=style.get("ls", "-"), alpha=0.35)
+    ax.fill_between(
+        x,
+        np.where(exact, np.nan, low),
+        np.where(exact, np.nan, high),
+        color=line.get_color(),
+        alpha=0.15,
+        lw=0,
+    )
+    return line
+
+
+def twins(curves: dict[str, Sequence[float]], rtol: float = 0.02) -> dict[str, str]:
+    """``{name: legend note}`` for each curve that lies within ``rtol`` of an earlier one at
+    every point, e.g. ``"same as gcc"`` or ``"within 1% of gcc"``: drawn over each other, a
+    reader should not have to guess where one of them went."""
+    found: dict[str, str] = {}
+    names = list(curves)
+    for i, name in enumerate(names):
+        for other in names[:i]:
+            a, b = np.asarray(curves[name], float), np.asarray(curves[other], float)
+            if a.shape != b.shape or not a.size:
+                continue
+            scale = np.maximum(np.abs(a), np.abs(b))
+            gap = float(np.max(np.divide(np.abs(a - b), scale, out=np.zeros_like(a), where=scale > 0)))
+            if gap <= rtol:
+                found[name] = f"same as {other}" if gap < 1e-9 else f"within {max(gap, 0.001):.1%} of {other}"
+                break
+    return found
+
+
+def exact_floor(values: Iterable[float]) -> float:
+    """The floor at which to draw exact schemes: a decade below the lowest inexact value
+    (``values``: every estimate and band end of the figure's inexact points)."""
+    inexact = [v for v in values if v >= EXACT_MSE]
+    lowest = min(inexact) if inexact else 1.0
+    return float(10.0 ** (np.floor(np.log10(lowest)) - 1))
+
+
+def show_floor(ax, floor: float) -> None:
+    """Mark the floor of a log MSE axis where exact schemes are drawn (a shaded strip, the
+    tick "exact", no ticks below), so that their ~1e-12 rounding error does not stretch the
+    axis that compares the approximate ones. Call it after drawing the curves; the figure's
+    caption adds :data:`FLOOR_NOTE`."""
+    ax.set_yscale("log")
+    top = ax.get_ylim()[1]
+    ax.set_ylim(floor / 3, top)
+    ax.axhspan(floor / 3, floor * 2, color="0.92", lw=0, zorder=0)
+    decades = [t for t in ax.get_yticks() if floor * 5 <= t <= top]
+    ax.set_yticks([floor, *decades], ["exact", *(f"$10^{{{round(np.log10(t))}}}$" for t in decades)])
+    ax.set_yticks([t for t in ax.get_yticks(minor=True) if floor * 2 < t <= top], minor=True)
+    ax.set_ylim(floor / 3, top)
+
+
 def output_dir(out_dir) -> Path:
     """``out_dir`` as a folder this process can write in, created if missing; otherwise a
-    ``ValueError`` naming it. Experiments call it before any work, so that a bad ``--out``
+    ``ValueError`` naming it. The driver calls it before any work, so that a bad ``--out``
     fails at once rather than after the whole run."""
     folder = Path(out_dir)
     if folder.exists() and not folder.is_dir():
@@ -110,9 +293,14 @@ def figure_dir(csv_path: Path, out_dir: Path | None) -> Path:
     return output_dir(out_dir if out_dir is not None else Path(csv_path).parent)
 
 
-def save_figure(fig, out_dir: Path, name: str) -> Path:
-    """Lay out ``fig``, write it as ``out_dir/name.png`` and close it."""
-    fig.tight_layout()
+def save_figure(fig, out_dir: Path, name: str, caption: str = "") -> Path:
+    """Lay out ``fig`` with ``caption`` (what its bands are) under it, write it as
+    ``out_dir/name.png`` and close it."""
+    if caption:
+        fig.text(0.5, 0.01, caption, ha="center", va="bottom", fontsize=8, color="0.25")
+        fig.tight_layout(rect=(0, 0.3 / fig.get_figheight(), 1, 1))  # room for the caption line
+    else:
+        fig.tight_layout()
     path = Path(out_dir) / f"{name}.png"
     fig.savefig(path, dpi=120)
     pyplot().close(fig)

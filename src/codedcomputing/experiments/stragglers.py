@@ -14,7 +14,7 @@ K = 10 test images are coded for N = 50 workers and S random workers straggle, S
   wrong for the relative accuracy.
 
 Metrics per (model, scheme, S, trial): MSE against f(x) and relative accuracy (argmax
-agreement with f(x)); the figure shows their mean and 95% confidence band over trials.
+agreement with f(x)); the figure shows their mean and a 95% bootstrap band over trials.
 """
 
 from __future__ import annotations
@@ -25,12 +25,30 @@ from pathlib import Path
 import numpy as np
 
 from .. import datasets, metrics, models, stragglers
+from .._progress import progress as show_progress
 from ..codes import BACC, GCC, Replication, Uncoded
 from ..tuning import tune
-from .records import figure_dir, output_dir, progress, pyplot, read_csv, save_figure, summarise, write_csv
+from .records import (
+    FLOOR_NOTE,
+    Headline,
+    band_note,
+    draw_band,
+    exact_floor,
+    means,
+    pyplot,
+    save_figure,
+    scheme_style,
+    show_floor,
+    summarise,
+    twins,
+)
 
 NAME = "stragglers"
+# one line of `coded experiment --help`
+SUMMARY = "Fig. 2: LeNet-5 and the ViT on MNIST (K = 10, N = 50) as S grows; GCC, BACC, replication, uncoded"
 SCHEMES = ("gcc", "gcc-natural", "bacc", "replication", "uncoded")
+# what plot and headline read: `coded plot` checks that a CSV has them
+COLUMNS = ("model", "scheme", "num_inputs", "num_workers", "num_stragglers", "trial", "mse", "rel_acc")
 
 
 @dataclass(frozen=True)
@@ -47,18 +65,18 @@ class Config:
 QUICK = Config(stragglers=(0, 5, 10, 20, 30), trials=5, tuning_batches=2, tuning_trials=4)
 
 
-def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: bool = True) -> Path:
-    out_dir = output_dir(out_dir)  # fail now, not after the run, if it cannot be written
-    config = QUICK if quick else Config()
+def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
+    """The experiment's rows: one per (model, scheme, S, trial)."""
     k, n = config.num_inputs, config.num_workers
     data = datasets.mnist()
     natural, bacc, replication = GCC(k, n), BACC(k, n), Replication(k, n // k, fill=np.nan)
     uncoded = Uncoded(k, fill=np.nan)
     rows = []
     steps = len(config.models) * len(config.stragglers)
-    with progress("stragglers: models x S", steps, show_progress) as step:
-        for model_name in config.models:
-            f = models.numpy_function(model_name, progress=show_progress)
+    # loaded (or trained) before the bar starts: training shows a bar of its own
+    functions = {name: models.numpy_function(name, progress=progress) for name in config.models}
+    with show_progress("stragglers: models x S", steps, enabled=progress) as step:
+        for model_name, f in functions.items():
             rng = np.random.default_rng(seed)
             for s in config.stragglers:
                 calibration = [
@@ -108,37 +126,66 @@ def run(out_dir: Path, *, quick: bool = False, seed: int = 0, show_progress: boo
                             }
                         )
                 step()
-    path = write_csv(rows, Path(out_dir) / f"{NAME}.csv")
-    plot(path, out_dir)
-    return path
+    return rows
 
 
-def plot(csv_path: Path, out_dir: Path | None = None) -> list[Path]:
-    """MSE (log scale) and relative accuracy against S, one row of panels per model."""
+def plot(rows: list[dict], out_dir: Path) -> list[Path]:
+    """``stragglers.png``: MSE (log scale) and relative accuracy against S, a row of panels
+    per model. Exact schemes (replication while a copy of each image arrives, uncoded with
+    no stragglers) sit at a marked floor, not at their ~1e-12 rounding error."""
     plt = pyplot()
-
-    rows = read_csv(csv_path)
-    out_dir = figure_dir(csv_path, out_dir)
     model_names = list(dict.fromkeys(row["model"] for row in rows))
-    fig, axes = plt.subplots(len(model_names), 2, figsize=(11, 3.8 * len(model_names)), squeeze=False)
+    fig, axes = plt.subplots(len(model_names), 2, figsize=(12, 4.2 * len(model_names)), squeeze=False)
     for axes_row, model_name in zip(axes, model_names, strict=True):
         mine = [row for row in rows if row["model"] == model_name]
-        for ax, value, label in ((axes_row[0], "mse", "MSE"), (axes_row[1], "rel_acc", "relative accuracy")):
+        n = max(row["num_workers"] for row in mine)
+        for ax, value in zip(axes_row, ("mse", "rel_acc"), strict=True):
             summary = summarise(mine, ("scheme", "num_stragglers"), value)
-            for scheme in SCHEMES:
-                points = sorted((s, v) for (name, s), v in summary.items() if name == scheme)
-                if value == "mse":  # a log axis: exact (zero) errors cannot be drawn
-                    points = [(s, v) for s, v in points if v[0] > 0]
-                s_values = [s for s, _ in points]
-                mean, low, high = (np.array([v[i] for _, v in points]) for i in range(3))
-                if value == "mse":
-                    low = np.maximum(low, mean / 10)  # keep the band on the log axis
-                ax.plot(s_values, mean, marker="o", ms=3, label=scheme)
-                ax.fill_between(s_values, low, high, alpha=0.2)
+            curves = {
+                scheme: sorted((s, v) for (name, s), v in summary.items() if name == scheme)
+                for scheme in SCHEMES
+            }
+            curves = {scheme: points for scheme, points in curves.items() if points}
+            # accuracies near 1 are all within 2% of each other: only identical ones are twins
+            estimates = {scheme: [v.estimate for _, v in points] for scheme, points in curves.items()}
+            same = twins(estimates, rtol=0.02 if value == "mse" else 0.0)
+            floor = None
             if value == "mse":
-                ax.set_yscale("log")
-            ax.set_xlabel("number of stragglers S")
-            ax.set_ylabel(label)
-            ax.set_title(f"{model_name}: {label} (N = {mine[0]['num_workers']}, K = {mine[0]['num_inputs']})")
+                floor = exact_floor(x for points in curves.values() for _, v in points for x in v)
+            for scheme, points in curves.items():
+                label = f"{scheme} ({same[scheme]})" if scheme in same else scheme
+                s_values, intervals = zip(*points, strict=True)
+                draw_band(ax, s_values, intervals, label, scheme_style(scheme), floor=floor)
+            if value == "mse":
+                show_floor(ax, floor)
+                ax.set_ylabel("MSE against f(x)")
+                ax.set_title(f"{model_name}: MSE (K = {mine[0]['num_inputs']}, N = {n})")
+            else:
+                ax.set_ylim(min(ax.get_ylim()[0], 0.95), 1.02)
+                ax.set_ylabel("relative accuracy (argmax agrees with f(x))")
+                ax.set_title(f"{model_name}: relative accuracy (K = {mine[0]['num_inputs']}, N = {n})")
+            ax.set_xlabel("number of stragglers S (uncoded: the same fraction of its K workers)")
             ax.legend(fontsize=8)
-    return [save_figure(fig, out_dir, NAME)]
+    trials = len({row["trial"] for row in rows})
+    return [save_figure(fig, out_dir, NAME, f"{band_note(trials)}; {FLOOR_NOTE}")]
+
+
+def headline(rows: list[dict]) -> Headline:
+    """Per model and S, BACC's mean MSE over tuned GCC's (above 1: GCC is better), and at
+    how many S GCC's relative accuracy is at least BACC's."""
+    mse = means(rows, ("model", "scheme", "num_stragglers"), "mse")
+    acc = means(rows, ("model", "scheme", "num_stragglers"), "rel_acc")
+    model_names = list(dict.fromkeys(row["model"] for row in rows))
+    s_values = sorted({row["num_stragglers"] for row in rows})
+    table_rows, notes = [], []
+    for model_name in model_names:
+        ratios = [mse[(model_name, "bacc", s)] / mse[(model_name, "gcc", s)] for s in s_values]
+        table_rows.append((model_name, *ratios))
+        keeps_up = sum(acc[(model_name, "gcc", s)] >= acc[(model_name, "bacc", s)] for s in s_values)
+        notes.append(f"{model_name} {keeps_up}/{len(s_values)}")
+    return Headline(
+        title="stragglers: BACC's mean MSE over tuned GCC's (> 1: GCC better)",
+        columns=("model", *(f"S={s}" for s in s_values)),
+        rows=table_rows,
+        note="S at which GCC's relative accuracy >= BACC's: " + ", ".join(notes),
+    )

@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from codedcomputing.cli import app
+from codedcomputing.experiments import latency
 from codedcomputing.experiments.latency import label, percentiles
-from codedcomputing.experiments.records import read_csv
 
 runner = CliRunner()
 WIDE = {"COLUMNS": "200"}
@@ -60,18 +60,16 @@ def test_demo_rejects_bad_options_naming_them(args, needle):
 
 
 @pytest.fixture(scope="module")
-def latency_run(trained_models, tmp_path_factory):
-    out = tmp_path_factory.mktemp("latency")
-    result = runner.invoke(app, ["experiment", "latency", "--quick", "--out", str(out)], env=WIDE)
-    assert result.exit_code == 0, result.output
-    return out, read_csv(out / "latency.csv"), result.output
+def latency_rows(trained_models):
+    return latency.run(latency.QUICK, 0, progress=False)
 
 
 @pytest.mark.slow
-def test_latency_writes_one_row_per_backend_delay_scheme_and_trial(latency_run):
-    out, rows, output = latency_run
+def test_latency_rows_one_per_backend_delay_scheme_and_trial(latency_rows, tmp_path):
+    rows = latency_rows
     required = {"experiment", "backend", "delay_model", "scheme", "num_workers", "num_stragglers", "trial"}
     assert required | {"latency_s", "rel_acc", "encode_s", "decode_s", "wait_s"} <= set(rows[0])
+    assert set(latency.COLUMNS) <= set(rows[0])
     assert {row["backend"] for row in rows} == {"thread", "simulated"}
     assert {row["scheme"] for row in rows} == {"uncoded", "replication", "bacc", "gcc"}
     settings = {(r["backend"], r["delay_model"], label(r)) for r in rows}
@@ -79,17 +77,31 @@ def test_latency_writes_one_row_per_backend_delay_scheme_and_trial(latency_run):
         trials = sorted(r["trial"] for r in rows if (r["backend"], r["delay_model"], label(r)) == setting)
         assert trials == list(range(len(trials)))
     assert all(row["latency_s"] >= row["wait_s"] > 0 for row in rows)
-    assert (out / "latency_cdf.png").stat().st_size > 10_000
-    assert (out / "latency_percentiles.png").stat().st_size > 10_000
-    assert "p99 gcc S=" in output
+    figures = latency.plot(rows, tmp_path)
+    assert figures == [tmp_path / "latency_cdf.png", tmp_path / "latency_percentiles.png"]
+    assert all(figure.stat().st_size > 10_000 for figure in figures)
 
 
 @pytest.mark.slow
-def test_latency_coding_cuts_the_simulated_tail(latency_run):
+def test_latency_headline_has_p50_p99_and_the_ratio_to_uncoded(latency_rows):
+    headline = latency.headline(latency_rows)
+    stats = percentiles(latency_rows)
+    assert len(headline.rows) == len(stats)
+    for backend, delay, name, p50, p99, ratio, rel_acc, calls in headline.rows:
+        expected = stats[(backend, delay, name)]
+        assert (p50, p99) == pytest.approx((expected["p50"] * 1e3, expected["p99"] * 1e3))
+        assert ratio == pytest.approx(expected["p99"] / stats[(backend, delay, "uncoded")]["p99"])
+        assert rel_acc == expected["rel_acc"] and calls == expected["trials"]
+    names = headline.column("scheme")
+    assert "gcc S=10" in names and "gcc S=200" in names
+
+
+@pytest.mark.slow
+def test_latency_coding_cuts_the_simulated_tail(latency_rows):
     """On the virtual clock: waiting for N - S of N cuts uncoded's p99 tail. The wait is
     compared, not the total: the master's encode and decode are real time, which a busy
     machine can stretch at N = 500."""
-    _, rows, _ = latency_run
+    rows = latency_rows
     stats = percentiles(rows)
 
     def p99_wait(delay, name):

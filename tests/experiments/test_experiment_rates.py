@@ -1,4 +1,4 @@
-"""The convergence-rate experiment (Fig. 4): CSV, slopes, figure, and what the numbers must show."""
+"""The convergence-rate experiment (Fig. 4): rows, slopes, figure, and what the numbers must show."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from codedcomputing.experiments import rates
+from codedcomputing.experiments import rates, redraw, run_experiment
 from codedcomputing.experiments.records import read_csv
 
 REQUIRED = {
@@ -30,22 +30,29 @@ REQUIRED = {
 
 
 @pytest.fixture(scope="module")
-def rates_run(trained_models, tmp_path_factory):
-    """The quick experiment, run once; LeNet-5 comes from the session's weight cache."""
+def rates_rows(trained_models):
+    """The quick experiment's rows, computed once; LeNet-5 comes from the session's weight cache."""
+    return rates.run(rates.QUICK, 0, progress=False)
+
+
+@pytest.fixture(scope="module")
+def rates_files(rates_rows, tmp_path_factory):
+    """The same run through the driver: the CSV, the slopes CSV and the figure."""
     out = tmp_path_factory.mktemp("rates")
-    path = rates.run(out, quick=True, seed=0, show_progress=False)
-    assert path == out / "rates.csv"
-    return out, read_csv(path)
+    paths = run_experiment("rates", out, quick=True, seed=0, progress=False)
+    assert paths == [out / "rates.csv", out / "rates_slopes.csv", out / "rates.png"]
+    return out
 
 
 def slopes_by_curve(rows):
     return {(r["panel"], r["scheme"], r["num_stragglers"], r["p"]): r["slope"] for r in rows}
 
 
-def test_csv_has_one_row_per_setting_scheme_and_trial(rates_run):
-    _, rows = rates_run
+def test_one_row_per_setting_scheme_and_trial(rates_rows):
+    rows = rates_rows
     config = rates.QUICK
     assert REQUIRED <= set(rows[0])
+    assert set(rates.COLUMNS) <= set(rows[0])
     assert {(r["experiment"], r["model"], r["seed"], r["num_inputs"]) for r in rows} == {
         ("rates", "lenet5", 0, config.num_inputs)
     }
@@ -68,8 +75,8 @@ def test_csv_has_one_row_per_setting_scheme_and_trial(rates_run):
     assert all(math.isfinite(r["mse"]) and r["mse"] >= 0 and 0 <= r["rel_acc"] <= 1 for r in rows)
 
 
-def test_lambdas_are_recorded_for_gcc_and_empty_for_bacc(rates_run):
-    _, rows = rates_run
+def test_lambdas_are_recorded_for_gcc_and_empty_for_bacc(rates_rows):
+    rows = rates_rows
     assert all(r["lambda_enc"] == "" and r["lambda_dec"] == "" for r in rows if r["scheme"] == "bacc")
     assert all(r["lambda_enc"] == 0 and r["lambda_dec"] == 0 for r in rows if r["scheme"] == "gcc-natural")
     tuned = [r for r in rows if r["scheme"] == "gcc"]
@@ -85,8 +92,10 @@ def test_lambdas_are_recorded_for_gcc_and_empty_for_bacc(rates_run):
     assert all(len(pairs) == 1 for pairs in per_setting.values())
 
 
-def test_slopes_file_matches_the_csv_and_figure_exists(rates_run):
-    out, rows = rates_run
+def test_driver_writes_the_rows_the_slopes_and_the_figure(rates_rows, rates_files):
+    out = rates_files
+    rows = read_csv(out / "rates.csv")
+    assert rows == rates_rows  # the CSV holds exactly the rows: same seed, same numbers
     figure = out / "rates.png"
     assert figure.exists() and figure.stat().st_size > 20_000
     written = read_csv(out / "rates_slopes.csv")
@@ -98,8 +107,8 @@ def test_slopes_file_matches_the_csv_and_figure_exists(rates_run):
     assert {("bernoulli", "gcc", "", p) for p in rates.QUICK.probabilities} <= set(expected)
 
 
-def test_gcc_mse_decays_faster_in_n_than_bacc_under_worst_case_stragglers(rates_run):
-    _, rows = rates_run
+def test_gcc_mse_decays_faster_in_n_than_bacc_under_worst_case_stragglers(rates_rows):
+    rows = rates_rows
     slopes = slopes_by_curve(rates.fit_slopes(rows))
     s = rates.QUICK.num_stragglers
     gcc, bacc = slopes[("worst-case", "gcc", s, "")], slopes[("worst-case", "bacc", s, "")]
@@ -135,22 +144,31 @@ def test_fit_slopes_recovers_a_known_power_law():
     assert rates.fit_slopes(rows)[0]["slope"] == pytest.approx(-3.0)
 
 
-def test_same_seed_gives_identical_csv(rates_run, tmp_path):
-    out, rows = rates_run
-    again = rates.run(tmp_path, quick=True, seed=0, show_progress=False)
-    assert read_csv(again) == rows
-    assert (tmp_path / "rates_slopes.csv").read_text() == (out / "rates_slopes.csv").read_text()
+def test_same_seed_gives_identical_rows_and_slopes(rates_rows, rates_files):
+    again = rates.run(rates.QUICK, 0, progress=False)
+    assert again == rates_rows
+    assert read_csv(rates_files / "rates_slopes.csv") == rates.fit_slopes(again)
 
 
-def test_plot_redraws_from_the_csv_alone(rates_run, tmp_path):
-    out, _ = rates_run
-    figures = rates.plot(out / "rates.csv", tmp_path / "redrawn")
+def test_headline_lists_every_fitted_slope(rates_rows):
+    headline = rates.headline(rates_rows)
+    slopes = rates.fit_slopes(rates_rows)
+    assert headline.column("slope") == [row["slope"] for row in slopes]
+    s = rates.QUICK.num_stragglers
+    assert headline.rows[0] == (f"gcc, worst case S = {s}", slopes[0]["slope"], "N^-3")
+    assert f"bacc, worst case S = {s}" in headline.column("curve")
+    assert all(f"gcc, bernoulli p = {p}" in headline.column("curve") for p in rates.QUICK.probabilities)
+
+
+def test_plot_redraws_from_the_csv_alone(rates_files, tmp_path):
+    out = rates_files
+    figures = redraw(out / "rates.csv", tmp_path / "redrawn")
     assert figures == [tmp_path / "redrawn" / "rates.png"]
     assert figures[0].stat().st_size > 20_000
     alone = tmp_path / "alone"
     alone.mkdir()
     shutil.copy(out / "rates.csv", alone / "rates.csv")  # no slopes file beside it
-    (figure,) = rates.plot(alone / "rates.csv")
+    (figure,) = redraw(alone / "rates.csv")
     assert figure == alone / "rates.png" and figure.stat().st_size > 20_000
 
 

@@ -1,0 +1,114 @@
+"""Run an experiment, or redraw one from its CSV: the one place that writes files and prints.
+
+Experiments only compute rows (``run``) and draw or summarise given rows (``plot``,
+``headline``), so tests check the rows directly and ``coded plot`` redraws exactly what a
+run drew.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from . import latency, polynomial, rates, stragglers
+from .records import Headline, figure_dir, output_dir, read_csv, write_csv
+
+__all__ = ["EXPERIMENTS", "NotAnExperimentCSV", "experiment_of", "headline_table", "redraw", "run_experiment"]
+
+EXPERIMENTS = {module.NAME: module for module in (stragglers, polynomial, rates, latency)}
+
+
+class NotAnExperimentCSV(ValueError):
+    """A file given to :func:`redraw` that no experiment wrote; the message says why, in one line."""
+
+
+def run_experiment(
+    name: str,
+    out_dir,
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    progress: bool = True,
+    console: Console | None = None,
+) -> list[Path]:
+    """Run experiment ``name`` (its ``QUICK`` config with ``quick``), write its CSV, any
+    tables derived from it (rates: the slopes) and its figures in ``out_dir``, and print its
+    headline. Returns the paths written, the CSV first.
+
+    ``out_dir`` is checked before any work, so that a bad one fails at once, not after the run.
+    """
+    module = EXPERIMENTS[name]
+    out_dir = output_dir(out_dir)
+    rows = module.run(module.QUICK if quick else module.Config(), seed, progress=progress)
+    paths = [write_csv(rows, out_dir / f"{name}.csv")]
+    derived = getattr(module, "derived", None)  # optional: only rates has derived tables
+    if derived is not None:
+        paths += [write_csv(table, out_dir / f"{stem}.csv") for stem, table in derived(rows).items()]
+    paths += module.plot(rows, out_dir)
+    _show(module.headline(rows), console)
+    return paths
+
+
+def experiment_of(rows: list[dict], source) -> str:
+    """The name of the experiment that wrote ``rows`` (read from ``source``), or a
+    :class:`NotAnExperimentCSV` saying why they are not an experiment's rows."""
+    if not rows:
+        raise NotAnExperimentCSV(f"{source} has no rows")
+    if "experiment" not in rows[0]:
+        raise NotAnExperimentCSV(
+            f"{source} has no 'experiment' column: it was not written by `coded experiment`"
+        )
+    name = rows[0]["experiment"]
+    if name not in EXPERIMENTS:
+        known = ", ".join(EXPERIMENTS)
+        raise NotAnExperimentCSV(f"{source} is from an unknown experiment {name!r} (known: {known})")
+    missing = [column for column in EXPERIMENTS[name].COLUMNS if column not in rows[0]]
+    if missing:
+        raise NotAnExperimentCSV(f"{source} lacks the {name} columns {', '.join(missing)}")
+    return name
+
+
+def redraw(csv_path, out_dir=None, *, console: Console | None = None) -> list[Path]:
+    """Redraw the figures of the experiment whose CSV is ``csv_path`` in ``out_dir`` (default:
+    beside the CSV), print its headline and return the figures' paths. A file that is not an
+    experiment's CSV raises :class:`NotAnExperimentCSV`, which says so in one line."""
+    try:
+        rows = read_csv(csv_path)
+    except ValueError as err:
+        raise NotAnExperimentCSV(f"{csv_path} is not an experiment's CSV: {err}") from None
+    module = EXPERIMENTS[experiment_of(rows, csv_path)]
+    figures = module.plot(rows, figure_dir(csv_path, out_dir))
+    _show(module.headline(rows), console)
+    return figures
+
+
+def headline_table(headline: Headline) -> Table:
+    """``headline`` as a rich table: numbers to 3 significant digits, text as it is."""
+    table = Table(title=headline.title, caption=headline.note or None)
+    for i, column in enumerate(headline.columns):
+        numeric = any(isinstance(row[i], (int, float)) for row in headline.rows)
+        table.add_column(column, justify="right" if numeric else "left")
+    for row in headline.rows:
+        table.add_row(*(_cell(value) for value in row))
+    return table
+
+
+def _cell(value) -> str:
+    """Three significant digits; plain notation from 1e-3 to 1e5 (latencies in ms, ratios)."""
+    if not isinstance(value, float):
+        return str(value)
+    if value == 0 or not 1e-3 <= abs(value) < 1e5:
+        return f"{value:.3g}"
+    return f"{value:.{max(0, 2 - int(np.floor(np.log10(abs(value)))))}f}"
+
+
+def _show(headline: Headline, console: Console | None) -> None:
+    """Print ``headline``; off a terminal at least 100 columns wide, so that a log or a
+    pipe gets the table whole rather than wrapped at 80."""
+    console = console or Console()
+    if not console.is_terminal and console.width < 100:
+        console = Console(width=100, file=console.file)
+    console.print(headline_table(headline))
