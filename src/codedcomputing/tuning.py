@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _arraylib, metrics
+from ._progress import progress as show_progress
 from ._validation import check_rng
 from .codes import GCC
 from .codes.base import check_count
@@ -131,7 +132,7 @@ def tune(
 
     Cost: ``f`` is called once on each batch and once per (encoder lambda, batch) on all
     ``N`` coded inputs; each (decoder lambda, pattern) decoder is built once and applied to the
-    results of every encoder lambda. ``progress=True`` shows a rich progress bar over the
+    results of every encoder lambda. ``progress=True`` shows progress over the
     encoder lambdas.
     """
     if not callable(f):
@@ -179,22 +180,19 @@ def tune(
         truths = [f(batch) for batch in batches]
         if not all(_all_finite(truth) for truth in truths):
             raise ValueError("f(X) contains NaN or inf: no ground truth to tune against")
-        rows = enumerate(encoders)
-        if progress:
-            from rich.progress import track
-
-            rows = track(list(rows), description="tuning GCC lambdas", total=len(encoders))
-        for i, encoder in rows:
-            results = [f(encoder.encode(batch)) for batch in batches]
-            for j, code in enumerate(decoders):
-                errors = [
-                    metrics.mse(
-                        code.decode(_arraylib.take_rows(results[t % len(batches)], alive), alive),
-                        truths[t % len(batches)],
-                    )
-                    for t, alive in enumerate(patterns)
-                ]
-                grid_mse[i, j] = np.mean(errors)
+        with show_progress("tuning GCC lambdas", len(encoders), enabled=progress) as advance:
+            for i, encoder in enumerate(encoders):
+                results = [f(encoder.encode(batch)) for batch in batches]
+                for j, code in enumerate(decoders):
+                    errors = [
+                        metrics.mse(
+                            code.decode(_arraylib.take_rows(results[t % len(batches)], alive), alive),
+                            truths[t % len(batches)],
+                        )
+                        for t, alive in enumerate(patterns)
+                    ]
+                    grid_mse[i, j] = np.mean(errors)
+                advance()
     best = np.unravel_index(int(np.argmin(np.where(np.isnan(grid_mse), np.inf, grid_mse))), grid_mse.shape)
     grid_mse.flags.writeable = False
     return TuningResult(
