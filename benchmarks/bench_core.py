@@ -51,11 +51,11 @@ def scaling(sizes, width, repeats, rng):
         k = n // 10
         x = rng.normal(size=(k, width)).astype(np.float32)
         alive = cc.stragglers.random(n, n // 10, rng)
-        code = cc.GCC(k, n)
+        code = cc.GCC(k, n, decoding="spline")
         y = code.encode(x)[alive]
         t = median_times(
             {
-                "build": lambda k=k, n=n: cc.GCC(k, n),
+                "build": lambda k=k, n=n: cc.GCC(k, n, decoding="spline"),
                 "encode": lambda c=code, x=x: c.encode(x),
                 "decode": lambda c=code, y=y, a=alive: fresh_decode(c, y, a),
                 "cached": lambda c=code, y=y, a=alive: c.decode(y, a),
@@ -79,7 +79,7 @@ def strategies(n, width, repeats, rng):
     print(f"\n2. decode strategies at N = {n}, K = {k}, width {width}, float64 (median ms)")
     x = rng.normal(size=(k, width))
     alive = cc.stragglers.random(n, n // 10, rng)
-    code = cc.GCC(k, n)
+    code = cc.GCC(k, n, decoding="spline")
     y = code.encode(x)[alive]
     knots = code.beta[alive]
     t = median_times(
@@ -101,7 +101,7 @@ def copy_floor(n, width, repeats, rng):
     print(f"\n3. copy floor at N = {n}, K = {k}, width {width}, float32 (median ms)")
     x = rng.normal(size=(k, width)).astype(np.float32)
     alive = cc.stragglers.random(n, n // 10, rng)
-    code = cc.GCC(k, n)
+    code = cc.GCC(k, n, decoding="spline")
     y = code.encode(x)[alive]
     t = median_times(
         {

@@ -44,7 +44,7 @@ def main() -> None:
     pairs = list(itertools.product(GRID, GRID))
     print(f"median MSE over {args.trials} trials (fresh f, X and stragglers per trial)")
     for num_inputs, num_workers, num_stragglers, pattern in SETTINGS:
-        codes = {pair: cc.GCC(num_inputs, num_workers, *pair) for pair in pairs}
+        codes = {pair: cc.GCC(num_inputs, num_workers, *pair, decoding="spline") for pair in pairs}
         bacc = cc.BACC(num_inputs, num_workers)
         draw = getattr(cc.stragglers, pattern)
         errors = {pair: [] for pair in pairs}

@@ -53,7 +53,7 @@ def main() -> None:
     data = cc.datasets.mnist()
     codes = {"bacc": cc.BACC(K, N)}
     for name, (alpha, beta) in DESIGNS.items():
-        codes[f"gcc {name}"] = cc.GCC(K, N, alpha=alpha(K), beta=beta(N))
+        codes[f"gcc {name}"] = cc.GCC(K, N, decoding="spline", alpha=alpha(K), beta=beta(N))
     print(f"K={K}, N={N}, random stragglers, {args.trials} trials per S; natural-spline GCC")
     print("ratio = mean MSE of BACC / mean MSE of GCC [95% paired bootstrap]; win = trials GCC < BACC")
     for model in args.models:

@@ -1018,6 +1018,8 @@ def _gcv_decoder_refused(case: Case, err: BaseException) -> bool:
 
 
 def _check_decoder(out, kw: dict) -> str | None:
+    if hasattr(out, "linear") and hasattr(out, "cubic"):  # the adaptive decoder: check its linear part
+        out = out.linear
     matrix = out.linear_map if hasattr(out, "linear_map") else out
     shape = (_code(kw).num_inputs, len(_alive_list(kw["alive"])))
     if tuple(matrix.shape) != shape:

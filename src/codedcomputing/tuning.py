@@ -30,8 +30,8 @@ class TuningResult:
 
     ``lambda_enc``, ``lambda_dec``: the best pair; ``mse``: its mean MSE over the trials;
     ``grid_mse[i, j]``: mean MSE of ``(lambdas_enc[i], lambdas_dec[j])`` (read-only);
-    ``num_inputs``, ``num_workers``, ``points``: the code's shape. :meth:`code` builds the
-    tuned GCC.
+    ``num_inputs``, ``num_workers``, ``points``, ``decoding``: the code's shape and decoder.
+    :meth:`code` builds the tuned GCC.
     """
 
     lambda_enc: float
@@ -43,10 +43,18 @@ class TuningResult:
     num_inputs: int
     num_workers: int
     points: str = "chebyshev"
+    decoding: str = "auto"
 
     def code(self) -> GCC:
-        """``GCC(K, N, lambda_enc, lambda_dec, points=points)`` with the tuned lambdas."""
-        return GCC(self.num_inputs, self.num_workers, self.lambda_enc, self.lambda_dec, points=self.points)
+        """``GCC(K, N, lambda_enc, lambda_dec, decoding=..., points=...)`` with the tuned lambdas."""
+        return GCC(
+            self.num_inputs,
+            self.num_workers,
+            self.lambda_enc,
+            self.lambda_dec,
+            decoding=self.decoding,
+            points=self.points,
+        )
 
 
 def _check_batch(X):
@@ -101,15 +109,17 @@ def tune(
     lambdas_enc=None,
     lambdas_dec=None,
     points: str = "chebyshev",
+    decoding: str = "auto",
     progress: bool = False,
 ) -> TuningResult:
     """Grid search for GCC's ``(lambda_enc, lambda_dec)`` on a calibration batch ``X``.
 
     Minimises the mean, over ``trials`` straggler patterns, of ``metrics.mse(estimate,
-    f(X))``, where ``estimate`` is ``GCC(K, N, lambda_enc, lambda_dec,
+    f(X))``, where ``estimate`` is ``GCC(K, N, lambda_enc, lambda_dec, decoding=decoding,
     points=points).decode(f(coded)[alive], alive)``, ``K = len(X)`` and ``N =
-    num_workers``. Returns a :class:`TuningResult` (ties go to the earliest pair, row by
-    row).
+    num_workers`` (with the default ``decoding="auto"``, ``lambda_dec = 0`` is the adaptive
+    decoder and a positive one the smoothing spline). Returns a :class:`TuningResult` (ties
+    go to the earliest pair, row by row).
 
     ``X`` may also be a list (or tuple) of ``B`` calibration batches, numpy arrays or torch
     tensors of one shape ``(K, ...)``: trial ``t`` then codes batch ``t % B``, so the pair chosen must do well
@@ -153,7 +163,9 @@ def tune(
     lambdas_dec = check_grid(lambdas_dec, "lambdas_dec")
     # Build every code up front: this validates points and the lambdas' sizes before f runs.
     encoders = [GCC(num_inputs, num_workers, lam, 0.0, points=points) for lam in lambdas_enc]
-    decoders = [GCC(num_inputs, num_workers, 0.0, lam, points=points) for lam in lambdas_dec]
+    decoders = [
+        GCC(num_inputs, num_workers, 0.0, lam, decoding=decoding, points=points) for lam in lambdas_dec
+    ]
 
     rng = check_rng(seed, "seed")
     patterns = []
@@ -205,4 +217,5 @@ def tune(
         num_inputs=num_inputs,
         num_workers=num_workers,
         points=points,
+        decoding=decoding,
     )

@@ -151,7 +151,7 @@ def test_bacc_decoder_matrix_cannot_corrupt_the_cache():
 
 def test_gcc_decoder_map_cannot_corrupt_the_cache():
     """GCC.decoder(alive).matrix is the cached, writable array used by every later decode."""
-    code = cc.GCC(4, 10)
+    code = cc.GCC(4, 10, decoding="spline")
     alive = np.arange(8)
     Y = np.random.default_rng(3).normal(size=(8, 2))
     before = code.decode(Y, alive).copy()
@@ -159,6 +159,20 @@ def test_gcc_decoder_map_cannot_corrupt_the_cache():
         code.decoder(alive).matrix[:] = 0.0
     except ValueError:
         pass
+    np.testing.assert_array_equal(code.decode(Y, alive), before)
+
+
+def test_the_adaptive_decoders_maps_cannot_corrupt_the_cache():
+    code = cc.GCC(4, 10, decoding="adaptive")
+    alive = np.arange(8)
+    Y = np.random.default_rng(3).normal(size=(8, 2))
+    before = code.decode(Y, alive).copy()
+    decoder = code.decoder(alive)
+    for array in (decoder.linear.data, decoder.cubic.matrix):
+        try:
+            array[...] = 0.0
+        except ValueError:  # read-only: fine
+            pass
     np.testing.assert_array_equal(code.decode(Y, alive), before)
 
 
@@ -171,7 +185,7 @@ def test_large_gcc_maps_accept_half_precision(dtype):
     ('addmm_out_sparse_csr_impl_mkl not implemented for Half') or scipy's 'does not support
     dtype float16' (_arraylib.py:141, 151). Applying the map in float32 and casting back would
     also avoid float16 overflow of the two-stage encoder's curvatures (~1/h^2)."""
-    code = cc.GCC(200, 2000)
+    code = cc.GCC(200, 2000, decoding="spline")
     alive = cc.stragglers.random(2000, 200, 0)
     assert scipy.sparse.issparse(code.decoder(alive).matrix)
     rng = np.random.default_rng(4)
@@ -181,6 +195,11 @@ def test_large_gcc_maps_accept_half_precision(dtype):
         out = code.encode(half) if data is X else code.decode(half, alive)
         assert out.dtype == half.dtype
         assert relative_error(out, expected) < 5e-2
+    adaptive = cc.GCC(200, 2000, decoding="adaptive")  # its linear map is sparse too
+    expected = adaptive.decode(Y, alive)
+    half = torch.tensor(Y, dtype=dtype) if isinstance(dtype, torch.dtype) else Y.astype(dtype)
+    out = adaptive.decode(half, alive)
+    assert out.dtype == half.dtype and relative_error(out, expected) < 5e-2
 
 
 def test_ragged_list_of_tensors_raises_value_error_naming_the_parameter():
@@ -355,9 +374,9 @@ def test_gcc_tiny_sizes_match_the_spline_fit(k, n, lam, points):
     spline fits (a constant for K = 1, a line through two points); K > N warns."""
     if k > n:
         with pytest.warns(cc.errors.MoreInputsThanWorkersWarning, match=f"num_inputs = {k} exceeds"):
-            code = cc.GCC(k, n, lam, lam, points=points)
+            code = cc.GCC(k, n, lam, lam, decoding="spline", points=points)
     else:
-        code = cc.GCC(k, n, lam, lam, points=points)
+        code = cc.GCC(k, n, lam, lam, decoding="spline", points=points)
     X = np.random.default_rng(10).normal(size=(k, 3))
     coded = code.encode(X)
     expected = np.repeat(X, n, axis=0) if k == 1 else fit(code.alpha, X, lam)(code.beta)

@@ -326,7 +326,7 @@ def test_gcc_reproduces_affine_exhaustively(points, k, lambdas):
     n = 6
     with warnings.catch_warnings():  # k = 9 > n on purpose: the promise holds there too
         warnings.simplefilter("ignore", cc.errors.MoreInputsThanWorkersWarning)
-        code = cc.GCC(k, n, *lambdas, points=points)
+        code = cc.GCC(k, n, *lambdas, decoding="spline", points=points)
     subsets = [s for size in range(2, n + 1) for s in itertools.combinations(range(n), size)]
     assert len(subsets) == 57
     assert (2, 3) in subsets  # both edge workers missing: extrapolation on both sides
@@ -340,7 +340,7 @@ def test_gcc_reproduces_affine_exhaustively(points, k, lambdas):
     seed=st.integers(0, 2**32 - 1),
 )
 def test_gcc_reproduces_affine_any_lambdas(lam_enc, lam_dec, seed):
-    code = cc.GCC(K, N, lam_enc, lam_dec)
+    code = cc.GCC(K, N, lam_enc, lam_dec, decoding="spline")
     rng = np.random.default_rng(seed)
     subsets = [np.sort(rng.choice(N, size, replace=False)) for size in (2, 3, 7, N)]
     assert _check_gcc_affine(code, subsets, seed) < 1e-9
@@ -384,7 +384,7 @@ def scipy_spline_reference(knots, values, lam: float, z) -> np.ndarray:
 def test_gcc_matches_scipy_smoothing_splines(lambdas, points):
     # an independent reference for both maps, including linear extrapolation: beta = +-1 lie
     # outside the data points, and decoding without the edge workers extrapolates to alpha
-    code = cc.GCC(K, N, *lambdas, points=points)
+    code = cc.GCC(K, N, *lambdas, decoding="spline", points=points)
     rng = np.random.default_rng(17)
     X = rng.standard_normal((K, 3))
     coded = code.encode(X)
@@ -440,7 +440,7 @@ def apply_map_matrix(smap, y: np.ndarray) -> np.ndarray:
 
 @pytest.fixture(scope="module", params=[(0.0, 0.0), (1e-4, 1e-5)], ids=["interpolating", "smoothing"])
 def big_gcc(request) -> cc.GCC:
-    return cc.GCC(300, 2000, lambda_enc=request.param[0], lambda_dec=request.param[1])
+    return cc.GCC(300, 2000, lambda_enc=request.param[0], lambda_dec=request.param[1], decoding="spline")
 
 
 def large_path_expected(code: cc.GCC) -> bool:

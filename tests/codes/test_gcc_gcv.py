@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import pickle
 
 import numpy as np
@@ -23,7 +24,7 @@ def noisy_round(code, rng, noise):
 
 def test_gcv_decoder_beats_interpolation_on_noisy_results():
     """With noisy workers, GCV smooths (lambda > 0) and lowers the error against f(x)."""
-    gcv, natural = cc.GCC(20, 200, lambda_dec="gcv"), cc.GCC(20, 200)
+    gcv, natural = cc.GCC(20, 200, lambda_dec="gcv"), cc.GCC(20, 200, decoding="spline")
     errors_gcv, errors_natural, chosen = [], [], []
     for seed in range(8):
         est, truth, lam = noisy_round(gcv, np.random.default_rng(seed), noise=0.05)
@@ -37,7 +38,7 @@ def test_gcv_decoder_beats_interpolation_on_noisy_results():
 
 def test_gcv_decoder_barely_smooths_clean_results():
     """Without noise GCV picks a tiny lambda, and the error stays close to interpolation's."""
-    gcv, natural = cc.GCC(20, 200, lambda_dec="gcv"), cc.GCC(20, 200)
+    gcv, natural = cc.GCC(20, 200, lambda_dec="gcv"), cc.GCC(20, 200, decoding="spline")
     est, truth, lam = noisy_round(gcv, np.random.default_rng(3), noise=0.0)
     reference, _, fixed = noisy_round(natural, np.random.default_rng(3), noise=0.0)
     assert 0 < lam < 1e-8 and fixed == 0.0
@@ -72,3 +73,57 @@ def test_two_threads_decoding_with_one_gcv_code_each_get_their_own_lambda():
     assert together == alone
     assert min(alone[1::2]) > 100 * max(alone[0::2])  # noisy rounds smooth far more than clean ones
     assert not hasattr(code, "last_lambda_dec")
+
+
+# -- the adaptive decoder (the default at lambda_dec = 0) -----------------------------------
+
+
+def test_the_default_decoder_is_adaptive_and_the_spline_stays_available():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(10, 4))
+    alive = cc.stragglers.random(50, 20, 1)
+    default, adaptive, spline = (
+        cc.GCC(10, 50),
+        cc.GCC(10, 50, decoding="adaptive"),
+        cc.GCC(10, 50, decoding="spline"),
+    )
+    Y = np.tanh(default.encode(X))[alive]
+    details = default.decode_details(Y, alive)
+    assert default.adaptive and not spline.adaptive and not cc.GCC(10, 50, lambda_dec=1e-4).adaptive
+    assert set(details.info) == {"lambda_dec", "theta"} and 0.0 <= details.info["theta"] <= 1.0
+    np.testing.assert_array_equal(details.estimates, adaptive.decode(Y, alive))
+    natural = cc.spline.fit(spline.beta[alive], Y)(spline.alpha)
+    np.testing.assert_allclose(spline.decode(Y, alive), natural, rtol=1e-10, atol=1e-12)
+    assert "theta" not in spline.decode_details(Y, alive).info
+
+
+def test_the_adaptive_decoder_reproduces_affine_data_within_the_returned_range():
+    """Every alive set of 6 workers: exact at the inputs within the returned workers' range,
+    and beyond it the value at the outermost returned worker (held, not extrapolated)."""
+    code = cc.GCC(4, 6, decoding="adaptive")
+    X = 0.5 + 2.0 * code.alpha[:, None] * np.array([1.0, -3.0])
+    weights = np.array([[1.0], [0.5]])
+    Y_all = code.encode(X) @ weights - 2.0  # f(u(beta_n)): affine in beta_n
+    truth = X @ weights - 2.0
+    for size in range(2, 7):
+        for alive in itertools.combinations(range(6), size):
+            alive = list(alive)
+            est = code.decode(Y_all[alive], alive)
+            t = code.beta[alive]
+            low, high = Y_all[alive][np.argmin(t)], Y_all[alive][np.argmax(t)]
+            expected = np.where(
+                (code.alpha < t.min())[:, None], low, np.where((code.alpha > t.max())[:, None], high, truth)
+            )
+            np.testing.assert_allclose(est, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_adaptive_decoding_refuses_smoothing_and_unknown_decodings_are_named():
+    with pytest.raises(ValueError, match="lambda_dec"):
+        cc.GCC(10, 50, lambda_dec=1e-3, decoding="adaptive")
+    with pytest.raises(ValueError, match="lambda_dec"):
+        cc.GCC(10, 50, lambda_dec="gcv", decoding="adaptive")
+    with pytest.raises(ValueError, match="decoding"):
+        cc.GCC(10, 50, decoding="berrut")
+    assert cc.GCC(10, 50, lambda_dec=1e-3).decode_details(np.ones((50, 1)), range(50)).info == {
+        "lambda_dec": 1e-3
+    }

@@ -225,7 +225,7 @@ def test_stragglers_gcc_beats_bacc_and_uncoded_loses_inputs(stragglers_rows):
         log_ratios = [np.log(mse[("bacc", s)] / mse[("gcc", s)]) for s in s_values]
         assert np.exp(np.mean(log_ratios)) > 1.2
         assert np.mean([acc[("gcc", s)] - acc[("bacc", s)] for s in s_values]) >= -0.02
-        assert acc[("uncoded", max(s_values))] < 0.7  # 60% of workers straggle
+        assert acc[("uncoded", max(s_values))] < 0.7  # 70% of workers straggle
 
 
 @pytest.mark.slow

@@ -79,7 +79,7 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
     rng = np.random.default_rng(seed)
     k, n = config.num_inputs, config.num_workers
     f = quadratic(rng, config.dim, config.out_dim)
-    lcc, bacc, natural = LCC(k, n, config.degree, best_effort=True), BACC(k, n), GCC(k, n)
+    lcc, bacc, natural = LCC(k, n, config.degree, best_effort=True), BACC(k, n), GCC(k, n, decoding="spline")
     rows = []
     with show_progress("polynomial: stragglers", len(config.stragglers), enabled=progress) as step:
         for s in config.stragglers:

@@ -129,10 +129,11 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
                     trials=config.tuning_trials,
                     seed=[seed, n, 2 + i],
                     lambdas_enc=lambdas_enc,
+                    decoding="spline",  # the GCC paper's decoder, whose rates the theory states
                 ).code()
                 for i, (_, _, _, draw) in enumerate(settings)
             ]
-            natural, bacc = GCC(k, n), BACC(k, n)
+            natural, bacc = GCC(k, n, decoding="spline"), BACC(k, n)
             for trial in range(config.trials):
                 rng = np.random.default_rng([seed, n, 0, trial])
                 x = data.test_x[rng.choice(len(data.test_x), k, replace=False)]

@@ -1,0 +1,149 @@
+"""The adaptive interpolant (codedcomputing.spline.adaptive) against independent references:
+brute-force leave-one-out with scipy's natural cubic spline and numpy's linear interpolation,
+a dense inverse, and a grid search for the blend weight."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.interpolate import CubicSpline
+
+from codedcomputing.spline.adaptive import (
+    AdaptiveInterpolant,
+    _inverse_diagonal,
+    blend_weight,
+    cubic_loo_residuals,
+    linear_loo_residuals,
+    linear_matrix,
+)
+
+
+def layouts(n: int, rng) -> dict[str, np.ndarray]:
+    return {
+        "chebyshev": np.sort(np.cos(np.arange(n) * np.pi / (n - 1))),
+        "random": np.sort(rng.uniform(-1, 1, n)),
+        "gappy": np.sort(np.concatenate([np.linspace(-1, -0.6, n // 2), np.linspace(0.5, 1, n - n // 2)])),
+    }
+
+
+def natural(t, y):
+    return CubicSpline(t, y, bc_type="natural", axis=0)
+
+
+@pytest.mark.parametrize("n", [4, 5, 9, 30])
+def test_leave_one_out_residuals_match_refitting(n):
+    rng = np.random.default_rng(n)
+    for name, t in layouts(n, rng).items():
+        y = np.stack([np.sin(3 * t), np.abs(t) + 0.1 * rng.normal(size=n)], axis=1)
+        brute_linear, brute_cubic = [], []
+        for j in range(1, n - 1):
+            keep = np.delete(np.arange(n), j)
+            brute_linear.append([y[j, c] - np.interp(t[j], t[keep], y[keep, c]) for c in range(2)])
+            brute_cubic.append(y[j] - natural(t[keep], y[keep])(t[j]))
+        np.testing.assert_allclose(
+            linear_loo_residuals(t, y), brute_linear, rtol=1e-10, atol=1e-12, err_msg=name
+        )
+        np.testing.assert_allclose(
+            cubic_loo_residuals(t, y), brute_cubic, rtol=1e-8, atol=1e-10, err_msg=name
+        )
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 10, 200])
+def test_the_tridiagonal_inverse_diagonal_matches_a_dense_inverse(m):
+    rng = np.random.default_rng(m)
+    h = rng.uniform(0.01, 1.0, m + 1)
+    diagonal, offdiagonal = (h[:-1] + h[1:]) / 3.0, h[1:-1] / 6.0
+    dense = np.diag(diagonal) + np.diag(offdiagonal, 1) + np.diag(offdiagonal, -1)
+    np.testing.assert_allclose(
+        _inverse_diagonal(diagonal, offdiagonal), np.diag(np.linalg.inv(dense)), rtol=1e-12
+    )
+
+
+def test_the_blend_weight_minimises_the_leave_one_out_error():
+    rng = np.random.default_rng(0)
+    grid = np.linspace(0, 1, 100001)
+    for _ in range(20):
+        r_linear, r_cubic = rng.normal(size=(2, 12, 3)) * rng.uniform(0.1, 3, size=(2, 1, 1))
+        theta = blend_weight(r_linear, r_cubic)
+        errors = [np.sum(((1 - g) * r_linear + g * r_cubic) ** 2) for g in grid[::1000]]
+        best = grid[::1000][int(np.argmin(errors))]
+        assert 0.0 <= theta <= 1.0 and abs(theta - best) <= 0.01 + 1e-12
+    assert blend_weight(np.ones((3, 2)), np.ones((3, 2))) == 1.0  # the two agree
+    assert blend_weight(np.zeros((3, 2)), np.ones((3, 2))) == 0.0  # the linear one is exact
+
+
+def test_the_interpolant_blends_and_holds_its_end_values():
+    rng = np.random.default_rng(3)
+    t = np.sort(rng.uniform(-0.8, 0.9, 15))
+    z = np.linspace(-1, 1, 41)
+    y = np.stack([np.tanh(4 * t), t**2], axis=1)
+    est, theta = AdaptiveInterpolant(t, z)(y)
+    zc = np.clip(z, t[0], t[-1])
+    linear = np.stack([np.interp(zc, t, y[:, c]) for c in range(2)], axis=1)
+    cubic = natural(t, y)(zc)
+    expected_theta = blend_weight(linear_loo_residuals(t, y), cubic_loo_residuals(t, y))
+    assert theta == pytest.approx(expected_theta) and 0.0 < theta <= 1.0
+    np.testing.assert_allclose(est, linear + theta * (cubic - linear), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(est[z < t[0]], np.repeat(y[:1], np.sum(z < t[0]), axis=0))  # held constant
+    np.testing.assert_allclose(est[z > t[-1]], np.repeat(y[-1:], np.sum(z > t[-1]), axis=0))
+
+
+def test_smooth_data_get_the_cubic_and_kinks_the_line():
+    t = np.linspace(-1, 1, 25)
+    smooth = np.sin(2 * t)[:, None]
+    kinked = np.abs(t - 0.013)[:, None]  # a kink between knots: the cubic rings around it
+    _, theta_smooth = AdaptiveInterpolant(t, np.zeros(1))(smooth)
+    _, theta_kink = AdaptiveInterpolant(t, np.zeros(1))(kinked)
+    assert theta_smooth > 0.99 and theta_kink < theta_smooth
+
+
+def test_two_and_three_knots_give_the_line():
+    for n in (2, 3):
+        t = np.linspace(-1, 1, n)
+        y = np.arange(n, dtype=float)[:, None] ** 2
+        est, theta = AdaptiveInterpolant(t, np.array([-1.5, 0.25, 2.0]))(y)
+        assert theta == 1.0
+        linear = np.interp(np.clip([-1.5, 0.25, 2.0], -1, 1), t, y[:, 0])
+        expected = natural(t, y)(np.clip([-1.5, 0.25, 2.0], -1, 1))[:, 0] if n == 3 else linear
+        np.testing.assert_allclose(est[:, 0], expected, rtol=1e-12)
+
+
+def test_torch_and_numpy_agree_and_keep_their_kind():
+    rng = np.random.default_rng(5)
+    t = np.sort(rng.uniform(-1, 1, 20))
+    z = np.linspace(-1, 1, 7)
+    y = rng.normal(size=(20, 3))
+    decoder = AdaptiveInterpolant(t, z)
+    expected, theta = decoder(y)
+    got, theta_t = decoder(torch.tensor(y, dtype=torch.float32))
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
+    assert theta_t == pytest.approx(theta, rel=1e-5)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_the_linear_matrix_is_numpys_interp_with_held_ends():
+    t = np.array([-0.7, -0.1, 0.4, 0.9])
+    z = np.array([-1.0, -0.7, 0.0, 0.4, 0.95])
+    expected = np.stack([np.interp(z, t, unit) for unit in np.eye(4)], axis=1)  # numpy holds the ends
+    np.testing.assert_allclose(linear_matrix(t, z).toarray(), expected, rtol=1e-14)
+
+
+def test_knots_in_any_order_decode_as_sorted_ones():
+    rng = np.random.default_rng(8)
+    t = np.sort(rng.uniform(-1, 1, 12))
+    z = np.linspace(-1, 1, 9)
+    y = rng.normal(size=(12, 2))
+    expected, theta = AdaptiveInterpolant(t, z)(y)
+    perm = rng.permutation(12)
+    got, theta_perm = AdaptiveInterpolant(t[perm], z)(y[perm])
+    assert theta_perm == pytest.approx(theta, rel=1e-12)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
+
+
+def test_huge_values_give_the_same_weight_as_small_ones():
+    t = np.linspace(-1, 1, 15)
+    y = np.stack([np.sin(3 * t), np.abs(t)], axis=1)
+    _, theta = AdaptiveInterpolant(t, np.zeros(3))(y)
+    est, theta_big = AdaptiveInterpolant(t, np.zeros(3))(1e300 * y)  # squares would overflow
+    assert theta_big == pytest.approx(theta, rel=1e-12) and np.all(np.isfinite(est))
