@@ -145,6 +145,9 @@ class AdaptiveInterpolant:
         if self.cubic_loo is None:  # through 2 or 3 knots, leaving one out leaves a line
             return 1.0
         values = _arraylib.to_float64(y)[self.order]
+        scale = float(np.max(np.abs(values), initial=0.0))
+        if 0.0 < scale < np.inf:  # theta is scale-free; unscaled, 1e300 results overflow the solve
+            values = values / scale
         return blend_weight(linear_loo_residuals(self.sorted_knots, values), self.cubic_loo(values))
 
     def __call__(self, y):
