@@ -1,5 +1,6 @@
 """numpy / torch interoperability for the codes: validation at the public boundary and
-linear maps applied in the caller's array type, dtype and device.
+linear maps applied in the caller's array type, dtype and device. Small master-side products
+run on one thread (:data:`SMALL_PRODUCT`): the master shares its CPUs with its workers.
 
 torch is never imported here unless the caller already passed a torch tensor.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import warnings
 from collections.abc import Sequence
 
@@ -17,10 +19,16 @@ __all__ = [
     "apply_matrix",
     "check_inputs",
     "check_results",
+    "complex_like",
     "convert_like",
     "empty_like_rows",
+    "from_float64",
     "inference_mode",
+    "is_complex",
     "is_torch",
+    "multiply_adds",
+    "one_blas_thread",
+    "requires_grad",
     "to_float64",
 ]
 
@@ -93,9 +101,23 @@ def _as_array(x, name: str):
 
 def _finite_rows(x) -> np.ndarray:
     if is_torch(x):
-        mask = x.reshape(x.shape[0], -1).isfinite().all(dim=1)
-        return mask.cpu().numpy()
+        host = _numpy_view(x)
+        if host is None:
+            return x.reshape(x.shape[0], -1).isfinite().all(dim=1).cpu().numpy()
+        x = host
     return np.isfinite(x.reshape(x.shape[0], -1)).all(axis=1)
+
+
+def _numpy_view(x) -> np.ndarray | None:
+    """A CPU tensor as a numpy array sharing its memory (for reading), or None (other devices,
+    dtypes numpy lacks). Reading through numpy keeps small master-side work off torch's thread
+    pool, whose size is process-wide: beside one busy process on 2 cores, torch's isfinite on a
+    (50, 1000) float32 batch took ~30 ms, numpy's on a view ~0.03 ms."""
+    import torch
+
+    if x.device.type != "cpu" or x.dtype not in (torch.float16, torch.float32, torch.float64):
+        return None
+    return x.detach().resolve_conj().resolve_neg().numpy()
 
 
 def check_inputs(x, num_rows: int, name: str = "X"):
@@ -165,15 +187,95 @@ def take_rows(x, index: np.ndarray):
     return x[index]
 
 
+# Products of at most SMALL_PRODUCT multiply-adds run on one BLAS thread. On one thread they take
+# at most ~2-5 ms, so more threads could save little; but the master shares its CPUs with its
+# workers (threads of a ThreadCluster, or other processes), and then every extra BLAS thread
+# waits for a core: beside one busy process on 2 cores, a (50 x 25) @ (25 x 1000) float32
+# product took 3-28 ms with 2 threads and 0.03-0.04 ms with one (torch's pool: 24-32 ms
+# against 0.05-0.07 ms). BLAS runs products below TINY_PRODUCT on one thread anyway
+# (OpenBLAS's own threshold is 2^18), so those skip the limiter's ~2 us a library.
+# SMALL_PRODUCT = 0 turns the limit off.
+SMALL_PRODUCT = 2**27
+TINY_PRODUCT = 2**18
+
+
+class _OneBlasThread:
+    """While any caller is inside, the BLAS libraries loaded in the process run on one thread.
+
+    BLAS thread counts are process-wide, so overlapping callers are counted: the first one in
+    saves the counts and sets them to 1, the last one out restores them. A product another
+    thread runs meanwhile runs on one thread too (on CPUs shared with busy workers, that is no
+    loss). The libraries are found once, through threadpoolctl (a fresh ``threadpool_limits``
+    looks them up at each call, ~0.7 ms); without threadpoolctl this does nothing.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._libraries = None
+        self._saved: list[int] = []
+
+    @staticmethod
+    def _find_libraries() -> list:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            return list(ThreadpoolController().select(user_api="blas").lib_controllers)
+        except Exception:  # not installed, or a library it cannot drive: keep the threads
+            return []
+
+    @property
+    def libraries(self) -> list:
+        if self._libraries is None:
+            with self._lock:
+                if self._libraries is None:
+                    self._libraries = self._find_libraries()
+        return self._libraries
+
+    def __enter__(self):
+        libraries = self.libraries
+        with self._lock:
+            if self._depth == 0:
+                self._saved = [library.get_num_threads() for library in libraries]
+                for library, count in zip(libraries, self._saved, strict=True):
+                    if count != 1:
+                        library.set_num_threads(1)
+            self._depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0:
+                for library, count in zip(self.libraries, self._saved, strict=True):
+                    if count != 1:
+                        library.set_num_threads(count)
+        return False
+
+
+one_blas_thread = _OneBlasThread()
+
+
+def multiply_adds(matrix, columns: int) -> int:
+    """Multiply-adds of ``matrix @ x`` for ``x`` with ``columns`` columns (stored entries of a
+    sparse matrix)."""
+    entries = matrix.size if isinstance(matrix, np.ndarray) else matrix.nnz
+    return int(entries) * int(columns)
+
+
 def apply_matrix(matrix, x):
     """``matrix @ x`` over the leading axis of ``x``, in ``x``'s type, dtype and device.
 
     ``matrix`` is a numpy array or a ``scipy.sparse`` array (kept sparse, also in torch).
+    Small products (at most ``SMALL_PRODUCT`` multiply-adds) run on one thread: dense ones
+    on one BLAS thread, and on CPU torch tensors that need no grad through numpy or scipy on
+    a view of the tensor rather than torch's thread pool, whose size is process-wide.
     """
     rows = matrix.shape[0]
     shape = (rows, *tuple(x.shape[1:]))
     flat = x.reshape(x.shape[0], -1)
     sparse = not isinstance(matrix, np.ndarray)
+    small = multiply_adds(matrix, flat.shape[1]) <= SMALL_PRODUCT
     if sparse and x.dtype.itemsize < 4:  # no half-precision sparse kernels: use float32
         half = x.dtype
         out = apply_matrix(matrix, x.float() if is_torch(x) else x.astype(np.float32))
@@ -181,6 +283,10 @@ def apply_matrix(matrix, x):
     if is_torch(x):
         import torch
 
+        if small and x.dtype in (torch.float32, torch.float64) and not x.requires_grad:
+            host = _numpy_view(flat)
+            if host is not None:
+                return torch.from_numpy(_apply_numpy(matrix, host, sparse, small)).reshape(shape)
         if sparse:
             csr = matrix.tocsr()
             with warnings.catch_warnings():  # "sparse CSR support is in beta"
@@ -195,8 +301,17 @@ def apply_matrix(matrix, x):
         else:
             m = torch.tensor(matrix, dtype=x.dtype, device=x.device)  # a copy: maps are read-only
         return (m @ flat).reshape(shape)
-    out = matrix.astype(x.dtype, copy=False) @ flat
-    return np.asarray(out).reshape(shape)
+    return _apply_numpy(matrix, flat, sparse, small).reshape(shape)
+
+
+def _apply_numpy(matrix, flat: np.ndarray, sparse: bool, small: bool) -> np.ndarray:
+    """``matrix @ flat`` for a 2-D numpy ``flat``, on one BLAS thread when dense and ``small``
+    (scipy's sparse products are single-threaded already)."""
+    m = matrix.astype(flat.dtype, copy=False)
+    if sparse or not small or multiply_adds(matrix, flat.shape[1]) <= TINY_PRODUCT:
+        return np.asarray(m @ flat)
+    with one_blas_thread:
+        return np.asarray(m @ flat)
 
 
 def to_float64(x) -> np.ndarray:
@@ -204,6 +319,38 @@ def to_float64(x) -> np.ndarray:
     if is_torch(x):
         x = _to_numpy(x)
     return np.asarray(x, dtype=np.float64).reshape(x.shape[0], -1)
+
+
+def from_float64(values: np.ndarray, like):
+    """float64 host ``values`` in ``like``'s type, dtype and device (the way back from
+    :func:`to_float64`)."""
+    if is_torch(like):
+        import torch
+
+        return torch.from_numpy(np.ascontiguousarray(values)).to(device=like.device, dtype=like.dtype)
+    return values.astype(like.dtype, copy=False)
+
+
+def is_complex(x) -> bool:
+    return x.is_complex() if is_torch(x) else np.iscomplexobj(x)
+
+
+def complex_like(real, imag, like):
+    """``real + i imag`` (both of ``like``'s kind and real dtype) with ``like``'s complex dtype."""
+    if is_torch(like):
+        import torch
+
+        return torch.complex(real, imag).to(like.dtype)
+    return (real + 1j * imag).astype(like.dtype, copy=False)
+
+
+def requires_grad(x) -> bool:
+    """Whether ``x`` is a torch tensor that autograd records through (grad enabled)."""
+    if not is_torch(x):
+        return False
+    import torch
+
+    return bool(x.requires_grad and torch.is_grad_enabled())
 
 
 def empty_like_rows(like, rows: int, fill: float):

@@ -379,7 +379,8 @@ def check_pickling(code: Code, rng) -> None:
     Y = rng.normal(size=(alive.size, 2))
     before = code.decode(Y, alive)
     clone = pickle.loads(pickle.dumps(code))
-    _close(clone.decode(Y, alive), before, 0.0, "the unpickled code's decode")
+    # to rounding: a decoder may take another exact route (map or banded solve) on a later call
+    _close(clone.decode(Y, alive), before, _roundoff(code, alive, Y), "the unpickled code's decode")
     _close(
         clone.encode(np.ones((code.num_inputs, 1))),
         code.encode(np.ones((code.num_inputs, 1))),

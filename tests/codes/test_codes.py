@@ -428,9 +428,9 @@ def test_gcc_beats_bacc_on_smooth_f_in_the_median():
 # matrix) give the same map as an explicit spline fit --------------------------------------
 
 
-def uses_dense_path(smap) -> bool:
-    """Whether a GCC SmoothingMap applies one dense matrix (else its large-map path)."""
-    return smap.dense
+def uses_dense_path(decoder) -> bool:
+    """Whether a GCC decoder's explicit map is one dense matrix (else its large-map path)."""
+    return getattr(decoder, "smoothing_map", decoder).dense
 
 
 def apply_map_matrix(smap, y: np.ndarray) -> np.ndarray:

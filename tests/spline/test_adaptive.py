@@ -147,3 +147,40 @@ def test_huge_values_give_the_same_weight_as_small_ones():
     _, theta = AdaptiveInterpolant(t, np.zeros(3))(y)
     est, theta_big = AdaptiveInterpolant(t, np.zeros(3))(1e300 * y)  # squares would overflow
     assert theta_big == pytest.approx(theta, rel=1e-12) and np.all(np.isfinite(est))
+
+
+def test_results_up_to_the_sketch_width_get_the_exact_weight():
+    from codedcomputing.spline.adaptive import SKETCH_COLUMNS
+
+    rng = np.random.default_rng(11)
+    t = np.sort(rng.uniform(-1, 1, 30))
+    y = np.sin(rng.uniform(1, 5, SKETCH_COLUMNS) * t[:, None]) + np.abs(t[:, None] - 0.1)
+    _, theta = AdaptiveInterpolant(t, np.zeros(2))(y)
+    expected = blend_weight(linear_loo_residuals(t, y), cubic_loo_residuals(t, y))
+    assert theta == pytest.approx(expected, rel=1e-12)
+
+
+def test_wide_results_get_a_weight_near_the_exact_one():
+    """Wider results are summarised by a CountSketch before the leave-one-out solve: theta is
+    then an estimate, deterministic for a width, whose leave-one-out error stays near the
+    optimum's."""
+    rng = np.random.default_rng(12)
+    increases = []
+    for _ in range(40):
+        t = np.sort(rng.uniform(-1, 1, 40))
+        d = int(rng.choice([33, 200, 1000]))
+        y = rng.lognormal(0, 1, d) * (
+            np.sin(rng.uniform(0.5, 6, d) * t[:, None] + rng.uniform(0, 6, d))
+            + rng.uniform(0, 1) * np.abs(t[:, None] - rng.uniform(-1, 1, d))
+        )
+        decoder = AdaptiveInterpolant(t, np.zeros(2))
+        theta = decoder.weight(y)
+        assert theta == decoder.weight(y.copy())  # the same sketch every call
+        r_linear, r_cubic = linear_loo_residuals(t, y), cubic_loo_residuals(t, y)
+        exact = blend_weight(r_linear, r_cubic)
+
+        def loo(g, r_linear=r_linear, r_cubic=r_cubic):
+            return np.sum(((1 - g) * r_linear + g * r_cubic) ** 2)
+
+        increases.append(loo(theta) / loo(exact) - 1)
+    assert np.median(increases) < 0.02 and max(increases) < 0.25

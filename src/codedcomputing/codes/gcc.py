@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _arraylib
 from .._validation import check_choice
-from ..spline import SmoothingMap, check_lambda, gcv_lambda
+from ..spline import SmoothingMap, SplineDecoder, check_lambda, gcv_lambda
 from ..spline.adaptive import AdaptiveInterpolant
 from .base import Code
 
@@ -161,9 +161,10 @@ class GCC(Code):
             alive = np.union1d(alive, [np.argmin(self.beta), np.argmax(self.beta)])
         return X, lambda x: x @ weights + shift, np.sort(alive)
 
-    def decoder(self, alive) -> SmoothingMap | AdaptiveInterpolant:
-        """The decoder for the (sorted or not) set of returned workers ``alive``: the linear
-        map of the smoothing spline, or the adaptive interpolant (``decoding="adaptive"``).
+    def decoder(self, alive) -> SplineDecoder | AdaptiveInterpolant:
+        """The decoder for the (sorted or not) set of returned workers ``alive``: the smoothing
+        spline's (:class:`~codedcomputing.spline.SplineDecoder`, an explicit map or a banded
+        solve, whichever is predicted cheaper), or the adaptive interpolant.
 
         With ``lambda_dec="gcv"`` the map depends on the results, not only on ``alive``:
         there is none to return, and this raises ``ValueError``.
@@ -177,12 +178,12 @@ class GCC(Code):
         self._require(alive, self.min_results)
         return self._decoder(alive)
 
-    def _build_decoder(self, alive_sorted: np.ndarray) -> SmoothingMap | AdaptiveInterpolant:
+    def _build_decoder(self, alive_sorted: np.ndarray) -> SplineDecoder | AdaptiveInterpolant:
         knots = self.beta[alive_sorted]
         if self.adaptive:
             return AdaptiveInterpolant(knots, self.alpha)
         # With GCV this serves only two results, where every lambda gives the same line.
-        return SmoothingMap(knots, self._lambda_dec, self.alpha)
+        return SplineDecoder(knots, self._lambda_dec, self.alpha)
 
     def _encode(self, X):
         if self.encoder is None:
@@ -196,7 +197,7 @@ class GCC(Code):
         if self.gcv and alive.size >= 3:
             knots = self.beta[alive[order]]
             lam = gcv_lambda(knots, _arraylib.to_float64(Y))
-            return SmoothingMap(knots, lam, self.alpha)(Y), {"lambda_dec": lam}
+            return SplineDecoder(knots, lam, self.alpha)(Y), {"lambda_dec": lam}
         if self.adaptive:
             estimates, theta = self._decoder(alive[order])(Y)
             return estimates, {"lambda_dec": 0.0, "theta": theta}

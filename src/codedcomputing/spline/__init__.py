@@ -4,27 +4,33 @@
   :func:`smoothing_matrix` (the fit as a matrix, dense or sparse and truncated) and
   :func:`evaluation_matrix`;
 - :mod:`~codedcomputing.spline.maps`: :class:`SmoothingMap`, a fit as a linear map applied
-  to numpy arrays or torch tensors (GCC's encoder and decoders);
+  to numpy arrays or torch tensors (GCC's encoder and decoders), and :class:`SplineDecoder`,
+  which applies the same fit by the map or by a banded solve, whichever is predicted cheaper
+  (:func:`predict_decode_costs`);
 - :mod:`~codedcomputing.spline.lambdas`: the smoothing parameter's limits
   (:data:`MAX_LAMBDA`, :func:`check_lambda`) and its dimensionless grid
   (:func:`lambda_grid`);
 - :mod:`~codedcomputing.spline.gcv`: generalised cross-validation (:func:`gcv_score`,
-  :func:`gcv_lambda`).
+  :func:`gcv_lambda`), with the influence matrix's diagonal in ``O(n)``
+  (:func:`influence_complement`).
 
 The smoothing parameter follows the *mean* convention throughout:
 ``(1/n) sum_i ||u(t_i) - y_i||^2 + lam * int ||u''||^2`` (scipy's
 ``make_smoothing_spline`` takes ``n * lam``).
 """
 
-from .gcv import gcv_lambda, gcv_score
+from .gcv import gcv_lambda, gcv_score, influence_complement
 from .lambdas import MAX_LAMBDA, check_grid, check_lambda, lambda_grid
-from .maps import SmoothingMap
+from .maps import BandedFit, DecodeCosts, SmoothingMap, SplineDecoder, predict_decode_costs
 from .reinsch import NaturalSpline, check_knots, evaluation_matrix, fit, smoothing_matrix
 
 __all__ = [
     "MAX_LAMBDA",
+    "BandedFit",
+    "DecodeCosts",
     "NaturalSpline",
     "SmoothingMap",
+    "SplineDecoder",
     "check_grid",
     "check_knots",
     "check_lambda",
@@ -32,6 +38,8 @@ __all__ = [
     "fit",
     "gcv_lambda",
     "gcv_score",
+    "influence_complement",
     "lambda_grid",
+    "predict_decode_costs",
     "smoothing_matrix",
 ]

@@ -27,12 +27,11 @@ the decoder for a set of knots is ``O(n + len(points))`` and a decode ``O((n + l
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg.lapack import dpttrf
+from scipy.linalg.lapack import dpttrf, dpttrs
 from scipy.sparse import csr_array
 
 from .. import _arraylib
-from .maps import SmoothingMap
-from .reinsch import _Smoother
+from .maps import SplineDecoder
 
 __all__ = ["AdaptiveInterpolant", "blend_weight", "cubic_loo_residuals", "linear_loo_residuals"]
 
@@ -63,12 +62,13 @@ class _CubicLeaveOneOut:
     sorted ``t`` (at least 3), for any values. No checks are performed."""
 
     def __init__(self, t: np.ndarray):
-        self.smoother = _Smoother(t, 0.0)
         h = np.diff(t)
         diagonal, offdiagonal = (h[:-1] + h[1:]) / 3.0, h[1:-1] / 6.0
         m = diagonal.size
         z0 = _inverse_diagonal(diagonal, offdiagonal)  # Z = R^-1: Z[i, i]
-        l = dpttrf(diagonal, offdiagonal)[1] if m > 1 else np.zeros(0)  # R = L D L^T: L's subdiagonal
+        pivots, l = dpttrf(diagonal, offdiagonal)[:2] if m > 1 else (diagonal, np.zeros(0))  # R = L D L^T
+        self.pivots, self.subdiagonal = pivots, l
+        self.inverse_h = (1.0 / h)[:, None]
         z1 = -l * z0[1:]  # Z[i, i+1]
         z2 = l[:-1] * l[1:] * z0[2:]  # Z[i, i+2]
         # Row j of Q (interior knot j = 1..n-2) has q_a = 1/h_{j-1} at column j-2, q_b at
@@ -82,11 +82,25 @@ class _CubicLeaveOneOut:
         k[right] += q_c[right] ** 2 * z0[cols[right] + 1] + 2 * q_b[right] * q_c[right] * z1[cols[right]]
         both = left & right
         k[both] += 2 * q_a[both] * q_c[both] * z2[cols[both] - 1]
-        self.inverse_k_diagonal = 1.0 / k
+        self.inverse_k_diagonal = (1.0 / k)[:, None]
+        self.q_b = q_b[:, None]
 
     def __call__(self, y: np.ndarray) -> np.ndarray:
-        _, gamma = self.smoother.solve(y)
-        return self.smoother.apply_q(gamma[1:-1])[1:-1] * self.inverse_k_diagonal[:, None]
+        """``(K y)_j / K_jj`` at the interior knots, ``K y = Q R^-1 Q^T y``: a second divided
+        difference, a tridiagonal solve and ``Q`` applied to the interior, in place where it can."""
+        slopes = np.diff(y, axis=0)
+        slopes *= self.inverse_h
+        rhs = slopes[1:] - slopes[:-1]  # Q^T y
+        if rhs.shape[0] == 1:
+            g = rhs / self.pivots[0]
+        else:
+            g = dpttrs(self.pivots, self.subdiagonal, rhs)[0]  # R g = Q^T y
+        q_g = self.q_b * g  # (Q g) at the interior knots: q_a g[c-1] + q_b g[c] + q_c g[c+1]
+        inner = self.inverse_h[1:-1]
+        q_g[1:] += inner * g[:-1]
+        q_g[:-1] += inner * g[1:]
+        q_g *= self.inverse_k_diagonal
+        return q_g
 
 
 def _inverse_diagonal(diagonal: np.ndarray, offdiagonal: np.ndarray) -> np.ndarray:
@@ -111,12 +125,37 @@ def blend_weight(r_linear: np.ndarray, r_cubic: np.ndarray) -> float:
     scale = max(float(np.max(np.abs(r_linear), initial=0.0)), float(np.max(np.abs(r_cubic), initial=0.0)))
     if not 0.0 < scale < np.inf:
         return 1.0
-    r_linear, r_cubic = r_linear / scale, r_cubic / scale  # squares of 1e300 overflow
-    difference = r_linear - r_cubic
-    denominator = float(np.sum(difference * difference))
+    return _theta(r_linear / scale, r_cubic / scale)  # squares of 1e300 overflow
+
+
+# Results wider than this are summarised for theta by a CountSketch of this many columns.
+SKETCH_COLUMNS = 32
+_sketches: dict[int, csr_array] = {}
+
+
+def _sketch(values: np.ndarray) -> np.ndarray:
+    """``values @ S``: each of the ``d`` columns added, with a random sign, to one of
+    :data:`SKETCH_COLUMNS` buckets (a CountSketch, ``E[S S^T] = I``), from a generator seeded
+    by ``d``, so the same width always gets the same sketch. The leave-one-out residuals are
+    linear in the values, so their inner products, and theta's ratio of them, are kept in
+    expectation, at one pass over the results instead of a solve per column."""
+    d = values.shape[1]
+    sketch = _sketches.get(d)
+    if sketch is None:
+        rng = np.random.default_rng([d, 0x5EED])
+        buckets = rng.integers(SKETCH_COLUMNS, size=d)
+        signs = rng.choice([-1.0, 1.0], size=d)
+        sketch = _sketches[d] = csr_array((signs, (np.arange(d), buckets)), shape=(d, SKETCH_COLUMNS))
+    return np.asarray(values @ sketch)
+
+
+def _theta(r_linear: np.ndarray, r_cubic: np.ndarray) -> float:
+    """:func:`blend_weight` for residuals of moderate size (no overflow check)."""
+    difference = np.subtract(r_linear, r_cubic, out=r_cubic)  # r_cubic is not needed after this
+    denominator = float(np.vdot(difference, difference))
     if not denominator > 0.0:
         return 1.0
-    return float(np.clip(np.sum(r_linear * difference) / denominator, 0.0, 1.0))
+    return float(np.clip(np.vdot(r_linear, difference) / denominator, 0.0, 1.0))
 
 
 class AdaptiveInterpolant:
@@ -126,29 +165,39 @@ class AdaptiveInterpolant:
 
     Built once per set of knots (the decoder GCC caches per alive set): the linear map, the
     cubic map at the points clamped into the knots' range, and the leave-one-out pieces.
-    ``theta`` is computed in float64 on the host. No checks are performed.
+    ``theta`` is computed in float64 on the host; for torch tensors that require grad,
+    autograd treats it as a constant (the gradient is the blend's map at that ``theta``). No
+    checks are performed.
     """
 
     def __init__(self, knots: np.ndarray, points: np.ndarray):
         self.knots, self.points = knots, points
-        self.order = np.argsort(knots, kind="stable")
-        t = knots[self.order]
+        order = np.argsort(knots, kind="stable")
+        t = knots[order]
         self.sorted_knots = t
+        self.order = None if np.array_equal(order, np.arange(t.size)) else order
         # columns in the knots' given order: linear[:, order[i]] is the sorted map's column i
-        self.linear = linear_matrix(t, points)[:, np.argsort(self.order)]
+        self.linear = linear_matrix(t, points)[:, np.argsort(order)]
         self.linear.data.flags.writeable = False
-        self.cubic = SmoothingMap(knots, 0.0, np.clip(points, t[0], t[-1]))
+        # an explicit map or a banded solve, whichever is predicted cheaper (SplineDecoder)
+        self.cubic = SplineDecoder(knots, 0.0, np.clip(points, t[0], t[-1]))
         self.cubic_loo = _CubicLeaveOneOut(t) if t.size >= 4 else None
 
     def weight(self, y) -> float:
         """``theta`` for results ``y`` (rows in the knots' order)."""
         if self.cubic_loo is None:  # through 2 or 3 knots, leaving one out leaves a line
             return 1.0
-        values = _arraylib.to_float64(y)[self.order]
+        values = _arraylib.to_float64(y)
+        if values.shape[1] > SKETCH_COLUMNS:
+            values = _sketch(values)
+        if self.order is not None:
+            values = values[self.order]
         scale = float(np.max(np.abs(values), initial=0.0))
-        if 0.0 < scale < np.inf:  # theta is scale-free; unscaled, 1e300 results overflow the solve
+        if not 1e-150 < scale < 1e150:  # theta is scale-free; 1e300 results overflow the solve
+            if not 0.0 < scale < np.inf:
+                return 1.0
             values = values / scale
-        return blend_weight(linear_loo_residuals(self.sorted_knots, values), self.cubic_loo(values))
+        return _theta(linear_loo_residuals(self.sorted_knots, values), self.cubic_loo(values))
 
     def __call__(self, y):
         theta = self.weight(y)
