@@ -98,6 +98,7 @@ import numpy as np
 
 import codedcomputing as cc
 from codedcomputing.errors import InsufficientResultsError, MissingResultsError
+from codedcomputing.spline.gaps import GapAwareInterpolant
 
 try:  # torch tensors are valid X / Y; without torch they are simply not drawn
     import torch
@@ -1018,6 +1019,8 @@ def _gcv_decoder_refused(case: Case, err: BaseException) -> bool:
 
 
 def _check_decoder(out, kw: dict) -> str | None:
+    if isinstance(out, GapAwareInterpolant):  # check the adaptive decoder inside it
+        out = out.base
     if hasattr(out, "linear") and hasattr(out, "cubic"):  # the adaptive decoder: check its linear part
         out = out.linear
     matrix = out.linear_map if hasattr(out, "linear_map") else out

@@ -187,6 +187,17 @@ def take_rows(x, index: np.ndarray):
     return x[index]
 
 
+def set_rows(x, index: np.ndarray, values):
+    """``x`` with rows ``index`` replaced by ``values``: in place for numpy arrays, a new
+    tensor for torch (``index_put``, which autograd follows)."""
+    if is_torch(x):
+        import torch
+
+        return x.index_put((torch.as_tensor(index, device=x.device),), values.to(x.dtype))
+    x[index] = values
+    return x
+
+
 # Products of at most SMALL_PRODUCT multiply-adds run on one BLAS thread. On one thread they take
 # at most ~2-5 ms, so more threads could save little; but the master shares its CPUs with its
 # workers (threads of a ThreadCluster, or other processes), and then every extra BLAS thread

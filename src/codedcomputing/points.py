@@ -12,7 +12,16 @@ import numpy as np
 
 from ._validation import check_choice, check_count
 
-__all__ = ["POINT_FAMILIES", "chebyshev_first", "chebyshev_second", "equispaced", "make_points"]
+__all__ = [
+    "ASSIGNMENTS",
+    "POINT_FAMILIES",
+    "assignment",
+    "chebyshev_first",
+    "chebyshev_second",
+    "equispaced",
+    "golden_stride",
+    "make_points",
+]
 
 
 def chebyshev_first(n: int) -> np.ndarray:
@@ -34,6 +43,36 @@ def equispaced(n: int) -> np.ndarray:
 
 
 POINT_FAMILIES = ("chebyshev", "equispaced")
+ASSIGNMENTS = ("natural", "golden")
+
+
+def golden_stride(n: int) -> int:
+    """The integer nearest ``n / phi`` (phi the golden ratio) that is coprime with ``n``
+    (1 for ``n <= 2``)."""
+    _check_count(n, 1)
+    phi = (1.0 + 5.0**0.5) / 2.0
+    for p in sorted(range(1, n), key=lambda p: (abs(p - n / phi), p)):
+        if np.gcd(p, n) == 1:
+            return p
+    return 1
+
+
+def assignment(n: int, kind: str = "golden") -> np.ndarray:
+    """Which sorted point each of ``n`` workers sits at: worker ``i`` at ``perm[i]``.
+
+    - ``"natural"``: worker ``i`` at the ``i``-th point (neighbouring workers, neighbouring
+      points);
+    - ``"golden"``: worker ``i`` at point ``i p mod n``, ``p`` the golden stride
+      (:func:`golden_stride`). Any block of neighbouring workers (a rack, a switch, a slow
+      host) then lands on points spread over the whole design, so its loss leaves no wide
+      gap: for ``n = 50``, blocks of up to 10 neighbouring workers never remove two
+      neighbouring points. A pattern of random stragglers is exchangeable, so it is
+      unaffected.
+    """
+    _check_count(n, 1)
+    check_choice(kind, "assignment", ASSIGNMENTS)
+    index = np.arange(n)
+    return index if kind == "natural" else index * golden_stride(n) % n
 
 
 def make_points(family: str, n: int, *, kind: str) -> np.ndarray:

@@ -161,8 +161,38 @@ def test_gcc_variants_pass_the_conformance_suite(lambda_dec):
 
 def test_codes_with_options_pass_the_conformance_suite():
     check_code(lambda k, n: cc.LCC(k, n, degree=2, best_effort=True))
+    for decoding in ("adaptive", "spline"):
+        check_code(lambda k, n, decoding=decoding: cc.GCC(k, n, decoding=decoding))
+    check_code(lambda k, n: cc.GCC(k, n, assignment="golden"))
+    check_code(lambda k, n: cc.BACC(k, n, assignment="golden"))
     check_code(lambda k, n: cc.Uncoded(k, fill=np.nan))
     check_code(lambda k, n: cc.Replication(k, 2, fill=0.0))
+
+
+def test_the_golden_assignment_spreads_neighbouring_workers_over_the_design():
+    """Worker i sits at sorted point i p mod N: the same points, permuted; for N = 50 no block
+    of up to 10 neighbouring workers holds two neighbouring points; the codes decode the
+    same results into the same estimates as the natural assignment (their points permuted)."""
+    for n in (2, 3, 50, 100, 101):
+        perm = cc.points.assignment(n, "golden")
+        assert sorted(perm) == list(range(n)) and np.gcd(cc.points.golden_stride(n), n) == 1
+    perm = cc.points.assignment(50)
+    for start in range(41):
+        block = np.sort(perm[start : start + 10])
+        assert np.all(np.diff(block) >= 2)
+    natural, golden = cc.GCC(10, 50), cc.GCC(10, 50, assignment="golden")
+    np.testing.assert_array_equal(golden.beta, natural.beta[perm])
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(10, 3))
+    np.testing.assert_allclose(golden.encode(X), natural.encode(X)[perm], atol=1e-12)
+    alive = cc.stragglers.random(50, 15, rng)
+    Y = np.tanh(golden.encode(X))[alive]
+    np.testing.assert_allclose(golden.decode(Y, alive), natural.decode(Y, perm[alive]), atol=1e-12)
+    bacc = cc.BACC(10, 50, assignment="golden")
+    np.testing.assert_allclose(bacc.decode(Y, alive), cc.BACC(10, 50).decode(Y, perm[alive]), atol=1e-12)
+    with pytest.raises(ValueError, match="assignment"):
+        cc.GCC(10, 50, assignment="random")
+    assert type(golden)(**golden.get_params()).beta.tolist() == golden.beta.tolist()
 
 
 def test_attributes_and_registry(spec):

@@ -78,23 +78,57 @@ def test_two_threads_decoding_with_one_gcv_code_each_get_their_own_lambda():
 # -- the adaptive decoder (the default at lambda_dec = 0) -----------------------------------
 
 
-def test_the_default_decoder_is_adaptive_and_the_spline_stays_available():
+def test_the_default_decoder_is_gap_aware_and_the_others_stay_available():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(10, 4))
     alive = cc.stragglers.random(50, 20, 1)
-    default, adaptive, spline = (
+    default, gap_aware, adaptive, spline = (
         cc.GCC(10, 50),
+        cc.GCC(10, 50, decoding="gap-aware"),
         cc.GCC(10, 50, decoding="adaptive"),
         cc.GCC(10, 50, decoding="spline"),
     )
     Y = np.tanh(default.encode(X))[alive]
     details = default.decode_details(Y, alive)
-    assert default.adaptive and not spline.adaptive and not cc.GCC(10, 50, lambda_dec=1e-4).adaptive
-    assert set(details.info) == {"lambda_dec", "theta"} and 0.0 <= details.info["theta"] <= 1.0
-    np.testing.assert_array_equal(details.estimates, adaptive.decode(Y, alive))
+    assert default.adaptive and adaptive.adaptive and not spline.adaptive
+    assert not cc.GCC(10, 50, lambda_dec=1e-4).adaptive
+    assert set(details.info) == {"lambda_dec", "theta", "gaps"} and 0.0 <= details.info["theta"] <= 1.0
+    np.testing.assert_array_equal(details.estimates, gap_aware.decode(Y, alive))
+    # the points no gap re-estimates keep the adaptive blend
+    touched = np.concatenate([g.points for g in default.decoder(alive).groups] or [np.zeros(0, int)])
+    kept = np.setdiff1d(np.arange(10), touched)
+    assert details.info["gaps"] and kept.size
+    np.testing.assert_allclose(details.estimates[kept], adaptive.decode(Y, alive)[kept], rtol=1e-12)
+    # with every worker back there is no gap: the adaptive blend itself
+    Y_all = np.tanh(default.encode(X))
+    np.testing.assert_array_equal(default.decode(Y_all, range(50)), adaptive.decode(Y_all, range(50)))
     natural = cc.spline.fit(spline.beta[alive], Y)(spline.alpha)
     np.testing.assert_allclose(spline.decode(Y, alive), natural, rtol=1e-10, atol=1e-12)
     assert "theta" not in spline.decode_details(Y, alive).info
+
+
+@pytest.mark.parametrize("num_workers", [8, 10])
+def test_the_gap_aware_decoder_reproduces_affine_data_for_every_alive_set(num_workers):
+    """Every alive set of at least 2 of 8 (10) workers: exact within the returned workers'
+    range; beyond it, exact where an end's extrapolants were fitted and otherwise held."""
+    code = cc.GCC(4, num_workers, decoding="gap-aware")
+    X = 0.5 + 2.0 * code.alpha[:, None] * np.array([1.0, -3.0])
+    Y_all = code.encode(X) @ np.array([[1.0], [0.5]]) - 2.0
+    truth = X @ np.array([[1.0], [0.5]]) - 2.0
+    fitted_ends = 0
+    for size in range(2, num_workers + 1):
+        for alive in itertools.combinations(range(num_workers), size):
+            alive = list(alive)
+            details = code.decode_details(Y_all[alive], alive)
+            t = code.beta[alive]
+            inside = (code.alpha >= t.min()) & (code.alpha <= t.max())
+            np.testing.assert_allclose(details.estimates[inside], truth[inside], rtol=1e-9, atol=1e-10)
+            ends = [label for label, _ in details.info["gaps"] if label[0] == "edge"]
+            fitted_ends += len(ends)
+            for label in ends:
+                beyond = code.alpha < t.min() if label[1] == "low" else code.alpha > t.max()
+                np.testing.assert_allclose(details.estimates[beyond], truth[beyond], rtol=1e-9, atol=1e-10)
+    assert fitted_ends > 0
 
 
 def test_the_adaptive_decoder_reproduces_affine_data_within_the_returned_range():
@@ -122,6 +156,8 @@ def test_adaptive_decoding_refuses_smoothing_and_unknown_decodings_are_named():
         cc.GCC(10, 50, lambda_dec=1e-3, decoding="adaptive")
     with pytest.raises(ValueError, match="lambda_dec"):
         cc.GCC(10, 50, lambda_dec="gcv", decoding="adaptive")
+    with pytest.raises(ValueError, match="lambda_dec"):
+        cc.GCC(10, 50, lambda_dec=1e-3, decoding="gap-aware")
     with pytest.raises(ValueError, match="decoding"):
         cc.GCC(10, 50, decoding="berrut")
     assert cc.GCC(10, 50, lambda_dec=1e-3).decode_details(np.ones((50, 1)), range(50)).info == {

@@ -5,34 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _arraylib
+from ..spline.berrut import berrut_matrix
 from .base import Code, read_only
 
 __all__ = ["BACC", "berrut_matrix"]
-
-
-def berrut_matrix(nodes: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """``(len(points), len(nodes))`` matrix of Berrut's rational interpolant.
-
-    ``r(z) = sum_j w_j(z) y_j / sum_j w_j(z)`` with ``w_j(z) = (-1)^rho(j) / (z - nodes_j)``,
-    ``rho(j)`` the rank of node j in sorted order; ``r(nodes_j) = y_j`` exactly. This is the
-    Floater-Hormann interpolant with ``d = 0`` (scipy's ``FloaterHormannInterpolator``, the
-    tests' oracle), written out so that building it costs only the matrix itself: scipy's
-    would interpolate an ``n x n`` identity. No checks are performed.
-    """
-    n = nodes.size
-    if n == 1:
-        return np.ones((points.size, 1))
-    order = np.argsort(nodes, kind="stable")
-    diff = points[:, None] - nodes[order][None, :]
-    on_node = diff == 0.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        weights = np.where(np.arange(n) % 2 == 0, 1.0, -1.0) / diff
-        weights /= weights.sum(axis=1, keepdims=True)
-    hit = on_node.any(axis=1)
-    weights[hit] = on_node[hit]  # a point on a node takes that node's value
-    matrix = np.empty((points.size, n))
-    matrix[:, order] = weights
-    return matrix
 
 
 class BACC(Code):
@@ -51,7 +27,7 @@ class BACC(Code):
     ----------
     num_inputs, num_workers : int
         K >= 1 inputs, N >= 2 workers (``K > N`` warns).
-    points, alpha, beta
+    points, alpha, beta, assignment
         As for :class:`~codedcomputing.GCC`.
 
     References
@@ -77,9 +53,19 @@ class BACC(Code):
     description = "Berrut approximated coded computing: rational interpolation, no tuning"
 
     def __init__(
-        self, num_inputs: int, num_workers: int, *, points: str = "chebyshev", alpha=None, beta=None
+        self,
+        num_inputs: int,
+        num_workers: int,
+        *,
+        points: str = "chebyshev",
+        alpha=None,
+        beta=None,
+        assignment: str = "natural",
     ):
-        super().__init__(num_inputs, num_workers, points=points, alpha=alpha, beta=beta)
+        super().__init__(
+            num_inputs, num_workers, points=points, alpha=alpha, beta=beta, assignment=assignment
+        )
+        self.assignment = assignment
         self.encoder_matrix = read_only(berrut_matrix(self.alpha, self.beta))
 
     def decoder_matrix(self, alive) -> np.ndarray:

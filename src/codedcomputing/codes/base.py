@@ -17,15 +17,19 @@ import numpy as np
 from .. import _arraylib
 from .._validation import check_count, check_real_array
 from ..errors import InsufficientResultsError, MoreInputsThanWorkersWarning, NonFiniteResultWarning
+from ..points import assignment as worker_assignment
 from ..points import make_points
 
 __all__ = ["Code", "Decoded", "check_count"]
 
 
-def resolve_points(points: str, alpha, beta, num_inputs: int, num_workers: int):
-    """``(alpha, beta)``: the named family's points, or the explicit arrays given."""
+def resolve_points(points: str, alpha, beta, num_inputs: int, num_workers: int, assignment: str = "natural"):
+    """``(alpha, beta)``: the named family's points, or the explicit arrays given; the
+    family's worker points in the order ``assignment`` names (explicit ``beta`` is kept as
+    given)."""
     alpha_default = make_points(points, num_inputs, kind="data")  # also validates ``points``
-    beta_default = make_points(points, num_workers, kind="workers")
+    order = worker_assignment(num_workers, assignment)  # also validates ``assignment``
+    beta_default = make_points(points, num_workers, kind="workers")[order]
     alpha = alpha_default if alpha is None else check_points(alpha, num_inputs, "alpha")
     beta = beta_default if beta is None else check_points(beta, num_workers, "beta")
     return alpha, beta
@@ -89,7 +93,7 @@ class Code(ABC):
     alpha : ndarray, shape (K,)
         Where input k sits on [-1, 1].
     beta : ndarray, shape (N,)
-        Where worker n sits.
+        Where worker n sits (in worker order: sorted unless ``assignment="golden"``).
     min_results : int
         The fewest usable results :meth:`decode` accepts.
     linear : bool
@@ -110,7 +114,9 @@ class Code(ABC):
     # Decoders for this many alive sets are kept (least recently used dropped first).
     decoder_cache_size: ClassVar[int] = 64
 
-    def __init__(self, num_inputs, num_workers, *, points="chebyshev", alpha=None, beta=None):
+    def __init__(
+        self, num_inputs, num_workers, *, points="chebyshev", alpha=None, beta=None, assignment="natural"
+    ):
         self.num_inputs = check_count(num_inputs, "num_inputs", 1)
         self.num_workers = check_count(num_workers, "num_workers", self.min_workers)
         if self.num_inputs > self.num_workers:
@@ -121,7 +127,7 @@ class Code(ABC):
                 MoreInputsThanWorkersWarning,
                 stacklevel=3,
             )
-        self.points = points
+        self.points, self._point_order = points, assignment
         alpha, beta = self._resolve_points(points, alpha, beta)
         self._alpha = read_only(np.array(alpha, dtype=np.float64))
         self._beta = read_only(np.array(beta, dtype=np.float64))
@@ -268,7 +274,7 @@ class Code(ABC):
 
     def _resolve_points(self, points, alpha, beta) -> tuple[np.ndarray, np.ndarray]:
         """``(alpha, beta)``: the named family's points, or the explicit arrays given."""
-        return resolve_points(points, alpha, beta, self.num_inputs, self.num_workers)
+        return resolve_points(points, alpha, beta, self.num_inputs, self.num_workers, self._point_order)
 
     def _decoder(self, alive_sorted: np.ndarray):
         """The cached decoder for a sorted alive set, built by ``_build_decoder`` on a miss.

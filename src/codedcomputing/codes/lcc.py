@@ -58,7 +58,7 @@ class LCC(Code):
         The total degree of the polynomial ``f`` that decoding is exact for.
     best_effort : bool, default False
         Decode below the recovery threshold too (from one result on).
-    points, alpha, beta
+    points, alpha, beta, assignment
         As for :class:`~codedcomputing.GCC`.
 
     References
@@ -89,6 +89,7 @@ class LCC(Code):
         points: str = "chebyshev",
         alpha=None,
         beta=None,
+        assignment: str = "natural",
     ):
         # The threshold first: it says more than the K <= N check of the base.
         num_inputs = check_count(num_inputs, "num_inputs", 1)
@@ -101,7 +102,10 @@ class LCC(Code):
                 f"num_workers = {num_workers} is below LCC's recovery threshold "
                 f"(num_inputs - 1) * degree + 1 = {self.recovery_threshold}"
             )
-        super().__init__(num_inputs, num_workers, points=points, alpha=alpha, beta=beta)
+        super().__init__(
+            num_inputs, num_workers, points=points, alpha=alpha, beta=beta, assignment=assignment
+        )
+        self.assignment = assignment
         self.encoder_matrix = read_only(lagrange_matrix(self.alpha, self.beta))
 
     @property

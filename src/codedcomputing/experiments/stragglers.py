@@ -4,8 +4,8 @@ For LeNet-5 and the ViT (trained on real MNIST digits, see :mod:`codedcomputing.
 K = 10 test images are coded for N = 50 workers and S random workers straggle, S from 0 to
 70% of N. Schemes, all at the same N:
 
-- ``gcc``: GCC with its default decoder (the adaptive blend of the linear and the cubic
-  interpolant, lambda_dec = 0) and lambda_enc tuned for that S by
+- ``gcc``: GCC with its default decoder (the gap-aware blend of the linear and the cubic
+  interpolant, lambda_dec = 0; :mod:`codedcomputing.spline.gaps`) and lambda_enc tuned for that S by
   :func:`~codedcomputing.tuning.tune` on several calibration batches of training images,
   never test images (recorded in every row); tuning on one batch let a lambda win by
   fitting that batch's quirks;

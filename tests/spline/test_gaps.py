@@ -1,0 +1,167 @@
+"""The gap-aware interpolant (codedcomputing.spline.gaps) against independent references:
+scipy's natural cubic spline and Floater-Hormann (Berrut) interpolant, numpy's linear
+interpolation, brute-force leave-block-out, and a grid search over the simplex."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.interpolate import CubicSpline, FloaterHormannInterpolator
+
+import codedcomputing as cc
+from codedcomputing.spline import gaps
+from codedcomputing.spline.adaptive import AdaptiveInterpolant
+from codedcomputing.spline.gaps import GapAwareInterpolant, simplex_weights
+
+
+def design(num_workers=50, num_inputs=10):
+    code = cc.GCC(num_inputs, num_workers)
+    return code.alpha, code.beta  # beta sorted: ranks are positions
+
+
+def smooth(t, rng, d=3):
+    return np.sin(rng.uniform(1, 4, d) * t[:, None] + rng.uniform(0, 3, d)) + 0.3 * np.abs(t[:, None] - 0.2)
+
+
+def test_simplex_weights_match_a_grid_search():
+    rng = np.random.default_rng(0)
+    grid = [
+        (a, b, 1 - a - b)
+        for a in np.linspace(0, 1, 201)
+        for b in np.linspace(0, 1, 201)
+        if a + b <= 1 + 1e-12
+    ]
+    grid = np.clip(np.array(grid), 0, 1)
+    for _ in range(20):
+        residuals = list(rng.normal(size=(3, 15, 2)) + rng.normal(size=(3, 1, 1)))
+        w = simplex_weights(residuals)
+        assert np.all(w >= 0) and w.sum() == pytest.approx(1.0)
+        value = np.sum(np.tensordot(w, np.stack(residuals), axes=1) ** 2)
+        best = min(np.sum(np.tensordot(g, np.stack(residuals), axes=1) ** 2) for g in grid)
+        assert value <= best + 1e-9
+
+
+def test_simplex_weights_prefer_an_exact_candidate_and_survive_huge_values():
+    exact, other = np.zeros((4, 2)), np.ones((4, 2))
+    np.testing.assert_array_equal(simplex_weights([other, exact, -other]), [0.0, 1.0, 0.0])
+    r = [np.array([[1.0], [2.0]]), np.array([[-1.0], [0.5]])]
+    np.testing.assert_allclose(simplex_weights([1e300 * x for x in r]), simplex_weights(r), rtol=1e-12)
+    np.testing.assert_array_equal(simplex_weights([np.zeros(3), np.zeros(3)]), [1.0, 0.0])
+
+
+def test_no_gap_leaves_the_adaptive_blend():
+    alpha, beta = design()
+    rng = np.random.default_rng(1)
+    alive = np.delete(np.arange(50), [3, 10, 11, 30])  # runs of at most 2: below the threshold
+    y = smooth(beta[alive], rng)
+    decoder = GapAwareInterpolant(beta[alive], alive, alpha, 50)
+    assert decoder.groups == []
+    est, info = decoder(y)
+    expected, theta = AdaptiveInterpolant(beta[alive], alpha)(y)
+    assert info == {"theta": theta, "gaps": []}
+    np.testing.assert_array_equal(est, expected)
+
+
+def brute_force_gap_weights(t, rank, y, span):
+    """Leave-block-out weights for gaps of ``span`` design steps, written out directly
+    (every block chosen as the decoder does: the even spread of valid starts)."""
+    n = t.size
+    spans = np.diff(rank)
+    threshold = max(gaps.MIN_MISSING, int(np.floor(gaps.RELATIVE * np.median(spans))))
+    is_gap = spans - 1 >= threshold
+    starts = []
+    for s in range(n - 2):
+        e = int(np.searchsorted(rank, rank[s] + span))
+        if e <= n - 1 and e - s >= 2 and not is_gap[s:e].any():
+            starts.append((s, e))
+    pick = np.unique(np.linspace(0, len(starts) - 1, gaps.POSITIONS).round().astype(int))
+    res = [[], [], []]
+    for s, e in (starts[i] for i in pick):
+        removed = np.arange(s + 1, e)
+        kept = np.r_[max(0, s - gaps.WINDOW) : s + 1, e : min(n, e + 1 + gaps.WINDOW)]
+        rest = np.setdiff1d(np.arange(n), removed)
+        chord = np.stack([np.interp(t[removed], t[[s, e]], y[[s, e], c]) for c in range(y.shape[1])], axis=1)
+        cubic = CubicSpline(t[kept], y[kept], bc_type="natural")(t[removed])
+        res[0].append(chord - y[removed])
+        res[1].append(cubic - y[removed])
+        res[2].append(y[rest].mean(axis=0) - y[removed])
+    return simplex_weights([np.concatenate(r) for r in res])
+
+
+@pytest.mark.parametrize("block", [(20, 30), (5, 14), (22, 37)])
+def test_points_in_a_gap_blend_the_line_the_cubic_and_the_mean(block):
+    alpha, beta = design()
+    rng = np.random.default_rng(2)
+    alive = np.r_[0 : block[0], block[1] : 50]
+    t, y = beta[alive], smooth(beta[alive], rng)
+    est, info = GapAwareInterpolant(t, alive, alpha, 50)(y)
+    ((label, weights),) = info["gaps"]
+    missing = block[1] - block[0]
+    assert label == ("gap", missing)
+    np.testing.assert_allclose(weights, brute_force_gap_weights(t, alive, y, missing + 1), atol=1e-10)
+    inside = (alpha > beta[block[0] - 1]) & (alpha < beta[block[1]])
+    assert inside.any()
+    linear = np.stack([np.interp(alpha, t, y[:, c]) for c in range(3)], axis=1)
+    cubic = CubicSpline(t, y, bc_type="natural")(alpha)
+    expected = weights[0] * linear + weights[1] * cubic + weights[2] * y.mean(axis=0)
+    np.testing.assert_allclose(est[inside], expected[inside], rtol=1e-10, atol=1e-12)
+    adaptive, _ = AdaptiveInterpolant(t, alpha)(y)
+    np.testing.assert_allclose(est[~inside], adaptive[~inside], rtol=1e-12)
+
+
+def test_points_beyond_a_missing_end_blend_four_extrapolants():
+    alpha, beta = design()
+    rng = np.random.default_rng(3)
+    alive = np.arange(8, 50)  # the 8 lowest points missing
+    t, y = beta[alive], smooth(beta[alive], rng)
+    est, info = GapAwareInterpolant(t, alive, alpha, 50)(y)
+    ((label, weights),) = info["gaps"]
+    assert label == ("edge", "low") and len(weights) == 4
+    beyond = alpha < t[0]
+    z = alpha[beyond]
+    hold = np.repeat(y[:1], z.size, axis=0)
+    line = y[0] + (z - t[0])[:, None] * (y[1] - y[0]) / (t[1] - t[0])
+    w = slice(0, gaps.WINDOW)
+    cubic = CubicSpline(t[w], y[w], bc_type="natural", extrapolate=True)
+    # scipy's natural spline extrapolates its end cubic; the natural spline is linear beyond
+    end_line = cubic(t[0]) + (z - t[0])[:, None] * cubic(t[0], 1)
+    berrut = FloaterHormannInterpolator(t, y, d=0)(z)
+    expected = sum(c * e for c, e in zip(weights, [hold, line, end_line, berrut], strict=True))
+    np.testing.assert_allclose(est[beyond], expected, rtol=1e-9, atol=1e-12)
+
+
+def test_knot_order_does_not_matter_and_torch_agrees():
+    alpha, beta = design()
+    rng = np.random.default_rng(4)
+    alive = np.r_[0:15, 26:47]
+    y = smooth(beta[alive], rng)
+    expected, info = GapAwareInterpolant(beta[alive], alive, alpha, 50)(y)
+    assert info["gaps"]
+    perm = rng.permutation(alive.size)
+    got, info_perm = GapAwareInterpolant(beta[alive][perm], alive[perm], alpha, 50)(y[perm])
+    np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-13)
+    assert [label for label, _ in info_perm["gaps"]] == [label for label, _ in info["gaps"]]
+    decoder = GapAwareInterpolant(beta[alive], alive, alpha, 50)
+    tensor, _ = decoder(torch.tensor(y, dtype=torch.float32))
+    assert isinstance(tensor, torch.Tensor) and tensor.dtype == torch.float32
+    np.testing.assert_allclose(tensor.numpy(), expected, rtol=1e-4, atol=1e-5)
+    single, _ = decoder(y.astype(np.float32))
+    assert single.dtype == np.float32
+
+
+def test_large_blocks_validate_on_a_sample_and_cost_stays_linear():
+    """A block of 3,200 of 16,000: each validation block predicts at most MAX_BLOCK_TARGETS
+    knots, so the maps stay small."""
+    code = cc.GCC(1600, 16000)
+    alive = np.r_[0:6000, 9200:16000]
+    decoder = code.decoder(alive)
+    (group,) = [g for g in decoder.groups if g.label[0] == "gap"]
+    assert group.validation[0].shape[0] <= gaps.POSITIONS * gaps.MAX_BLOCK_TARGETS
+    assert decoder._rows.size <= gaps.POSITIONS * (gaps.MAX_BLOCK_TARGETS + 2 * gaps.WINDOW + 2)
+    y = np.sin(3 * code.beta[alive])[:, None]
+    est = code.decode(y, alive)
+    inside = (code.alpha > code.beta[5999]) & (code.alpha < code.beta[9200])
+    assert (
+        np.all(np.isfinite(est)) and np.max(np.abs(est[inside] - np.sin(3 * code.alpha[inside, None]))) < 0.5
+    )
