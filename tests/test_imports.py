@@ -25,6 +25,7 @@ LAYERS = {
     "errors": 0,
     "cache": 0,
     "points": 1,
+    "layout": 1,
     "stragglers": 1,
     "metrics": 1,
     "datasets": 1,

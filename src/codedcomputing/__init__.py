@@ -7,9 +7,9 @@ alive = cc.stragglers.random(50, 5, rng=0)
 est = code.decode(f(coded[alive]), alive)   # (10, ...) estimates of f(x_k)
 """
 
-from . import datasets, errors, metrics, models, points, spline, stragglers, tuning
+from . import datasets, errors, layout, metrics, models, points, spline, stragglers, tuning
 from ._version import __version__
-from .codes import BACC, CODES, GCC, LCC, Code, Decoded, Replication, Uncoded
+from .codes import BACC, CODES, GCC, LCC, Code, Decoded, ManifoldGCC, Replication, Uncoded
 from .errors import InsufficientResultsError, MissingResultsError, NonFiniteResultWarning
 from .runtime import (
     CodedExecutor,
@@ -29,6 +29,7 @@ __all__ = [
     "CodedExecutor",
     "Decoded",
     "InsufficientResultsError",
+    "ManifoldGCC",
     "MissingResultsError",
     "NonFiniteResultWarning",
     "RayCluster",
@@ -41,6 +42,7 @@ __all__ = [
     "delays",
     "errors",
     "faults",
+    "layout",
     "metrics",
     "models",
     "points",

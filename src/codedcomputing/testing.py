@@ -30,7 +30,7 @@ from . import _arraylib
 from .codes import Code
 from .errors import InsufficientResultsError, MissingResultsError, NonFiniteResultWarning
 
-__all__ = ["CHECKS", "check_code"]
+__all__ = ["CHECKS", "check_binding", "check_code"]
 
 try:  # torch is optional: its checks run only where it is installed
     import torch
@@ -62,6 +62,23 @@ def check_code(make_code: Callable[[int, int], Code], *, sizes=SIZES, seed: int 
         if not isinstance(code, Code):
             raise AssertionError(f"make_code returned {type(code).__name__}, not a codedcomputing Code")
     ran = []
+    if any(code.batch_adaptive for code in built):
+        for index, code in enumerate(built):
+            if code.batch_adaptive:
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        check_binding(code, np.random.default_rng([seed, index, 1]))
+                except AssertionError as err:
+                    raise AssertionError(f"check_binding failed for {code!r}: {err}") from err
+        ran.append(check_binding.__name__)
+        # every other check runs on the code bound to a batch: that is the code that decodes
+        built = [
+            code.bind(np.random.default_rng([seed, i, 2]).standard_normal((code.num_inputs, 3)))
+            if code.batch_adaptive
+            else code
+            for i, code in enumerate(built)
+        ]
     for check in CHECKS:
         for index, code in enumerate(built):
             rng = np.random.default_rng([seed, index])
@@ -451,6 +468,44 @@ def check_complete(code: Code, rng) -> None:
                 warnings.simplefilter("ignore", RuntimeWarning)
                 est = code.decode(np.ones((alive.size, 2)), alive)
             assert np.all(np.isfinite(_numpy(est))), "a complete alive set decoded to NaN"
+
+
+def check_binding(code: Code, rng) -> None:
+    """A batch-adaptive code (:meth:`Code.bind`): binding returns a code of the same sizes
+    that is not batch-adaptive itself and decodes in input order; ``encode`` is the bound
+    code's; binding is deterministic, leaves ``code`` unchanged, and two threads binding
+    different batches at once get what binding them one at a time gives; the unbound code
+    refuses to decode (naming ``bind``) rather than guess a layout. Batches have rows of 3
+    values (a code with a reference set needs samples of that width)."""
+    X = rng.standard_normal((code.num_inputs, 3))
+    bound = code.bind(X)
+    assert isinstance(bound, Code) and not bound.batch_adaptive, (
+        "bind() must return a code bound to the batch"
+    )
+    assert (bound.num_inputs, bound.num_workers) == (code.num_inputs, code.num_workers), "bound sizes differ"
+    _close(code.encode(X), bound.encode(X), 0.0, "encode() of the unbound code vs the bound one's")
+    _close(code.bind(X).encode(X), bound.encode(X), 0.0, "binding the same batch twice")
+    # estimates in input order: a permuted batch's estimates are the same estimates, permuted
+    alive = np.arange(code.num_workers)
+    perm = rng.permutation(code.num_inputs)
+    est = bound.decode(bound.encode(X)[alive], alive)
+    twin = code.bind(X[perm])
+    est_perm = twin.decode(twin.encode(X[perm])[alive], alive)
+    assert np.allclose(
+        _numpy(est_perm), _numpy(est)[perm], rtol=1e-6, atol=1e-8 * (1 + np.abs(_numpy(est)).max())
+    ), "estimates of a permuted batch are not the permuted estimates"
+    batches = [rng.standard_normal((code.num_inputs, 3)) for _ in range(8)]
+    alone = [_numpy(code.bind(b).encode(b)) for b in batches]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda b: _numpy(code.bind(b).encode(b)), batches))
+    for a, b in zip(alone, together, strict=True):
+        _close(b, a, 0.0, "binding from four threads at once")
+    try:
+        code.decode(np.zeros((code.num_workers, 1)), alive)
+    except ValueError as err:
+        assert "bind" in str(err), f"decode of the unbound code raised without naming bind(): {err}"
+    else:
+        raise AssertionError("the unbound code decoded without a batch's layout")
 
 
 CHECKS = [

@@ -5,8 +5,9 @@ from .base import Code, Decoded
 from .baselines import Replication, Uncoded
 from .gcc import GCC
 from .lcc import LCC
+from .manifold import ManifoldGCC
 
-__all__ = ["BACC", "CODES", "GCC", "LCC", "Code", "Decoded", "Replication", "Uncoded"]
+__all__ = ["BACC", "CODES", "GCC", "LCC", "Code", "Decoded", "ManifoldGCC", "Replication", "Uncoded"]
 
 # Name -> class, for the CLI and experiments.
-CODES = {cls.name: cls for cls in (GCC, BACC, LCC, Uncoded, Replication)}
+CODES = {cls.name: cls for cls in (GCC, BACC, LCC, Uncoded, Replication, ManifoldGCC)}

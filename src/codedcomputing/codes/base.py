@@ -145,6 +145,22 @@ class Code(ABC):
     def min_results(self) -> int:
         return 1
 
+    #: True for codes whose layout (points, order) depends on the batch: see :meth:`bind`.
+    batch_adaptive: ClassVar[bool] = False
+
+    def bind(self, X) -> Code:
+        """The code to encode the batch ``X`` with and to decode its results with.
+
+        Most codes have one layout for every batch and return themselves. A batch-adaptive
+        code (:attr:`batch_adaptive`, e.g. :class:`~codedcomputing.ManifoldGCC`) computes
+        the layout of this batch (the order of its inputs, their points) and returns a new
+        code that holds it: ``bound = code.bind(X); bound.decode(f(bound.encode(X))[alive],
+        alive)``. The layout lives in the bound code, never in ``self``, so batches encoded
+        while earlier ones are out (:meth:`CodedExecutor.map`) and threads sharing one code
+        do not interfere. Estimates always come back in the order of ``X``'s rows.
+        """
+        return self
+
     def get_params(self) -> dict:
         """The constructor's arguments, as this code holds them (scikit-learn's convention):
         ``type(code)(**code.get_params())`` builds an equal code."""

@@ -121,10 +121,11 @@ class CodedExecutor:
         wait_for = self._wait_for(wait_for)
         check_deadline(deadline)  # before the encode, not after it
         start = time.perf_counter()
-        coded = self.code.encode(X)
-        return self._finish(coded, time.perf_counter() - start, wait_for, deadline)
+        code = self.code.bind(X)  # the code itself, or its layout for this batch
+        coded = code.encode(X)
+        return self._finish(code, coded, time.perf_counter() - start, wait_for, deadline)
 
-    def _finish(self, coded, encode_s: float, wait_for, deadline) -> Result:
+    def _finish(self, code, coded, encode_s: float, wait_for, deadline) -> Result:
         gathered = self.cluster.gather(self.f, coded, wait_for, deadline, output_shape=self.output_shape)
         start = time.perf_counter()
         try:
@@ -135,7 +136,7 @@ class CodedExecutor:
                     needed=self.code.min_results,
                     alive=[],
                 )
-            decoded = self.code.decode_details(gathered.results, gathered.alive)
+            decoded = code.decode_details(gathered.results, gathered.alive)
         except (InsufficientResultsError, MissingResultsError) as err:
             summary = gathered.workers.failure_summary()
             if summary:  # say why the workers failed, not only that they did
@@ -172,10 +173,11 @@ class CodedExecutor:
             index = next(count)
             start = time.perf_counter()
             try:
-                coded = self.code.encode(X)
+                code = self.code.bind(X)  # each batch its own layout (batch-adaptive codes)
+                coded = code.encode(X)
             except ValueError as err:
                 raise ValueError(f"batches[{index}]: {err}") from None
-            return coded, time.perf_counter() - start
+            return code, coded, time.perf_counter() - start
 
         with ThreadPoolExecutor(1, thread_name_prefix="codedcomputing-encode") as encoder:
             try:
@@ -183,7 +185,7 @@ class CodedExecutor:
             except StopIteration:
                 return
             while upcoming is not None:
-                coded, encode_s = upcoming.result()
+                code, coded, encode_s = upcoming.result()
                 error = None
                 try:
                     upcoming = encoder.submit(encode, next(iterator))
@@ -191,7 +193,7 @@ class CodedExecutor:
                     upcoming = None
                 except Exception as err:  # the batches' own error: raised once this batch is out
                     upcoming, error = None, err
-                yield self._finish(coded, encode_s, wait_for, deadline)
+                yield self._finish(code, coded, encode_s, wait_for, deadline)
                 if error is not None:
                     raise error
 
