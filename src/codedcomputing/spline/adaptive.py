@@ -20,20 +20,51 @@ through its neighbours. ``C`` minimises the energy ``y^T K y`` with ``K = Q R^{-
 is ``(K y)_j / K_jj``: ``K y = Q gamma`` comes from the same tridiagonal solve as the fit,
 and ``K_jj`` needs only three diagonals of ``R^{-1}``, which the forward and the backward
 ``LDL^T`` factorisations of the tridiagonal ``R`` give in ``O(n)`` (the inverse's diagonal
-is ``1 / (d_fwd + d_bwd - diag R)``; its off-diagonals follow from the factor). So building
-the decoder for a set of knots is ``O(n + len(points))`` and a decode ``O((n + len(points)) d)``.
+is ``1 / (d_fwd + d_bwd - diag R)``; its off-diagonals follow from the factor).
+
+Few knots (at most :data:`DENSE_LOO_KNOTS`): both residuals are one dense product. Many
+more knots than points (more than twice ``count = max(LOO_KNOTS, len(points))`` interior
+ones): theta's two sums are estimated on a weighted sample of the interior knots, fixed per
+set of knots (:func:`_sampled_rows`): the knots beside the widest brackets (gaps, whose
+residuals dominate) and ``count`` more in blocks of :data:`LOO_BLOCK` spread evenly. Their
+residuals come from rows of ``K``: with ``R = L D L^T`` (``L`` unit lower bidiagonal,
+subdiagonal ``l``), ``Z = R^{-1}`` has ``Z[i, c] = Z[c, c] prod_{k=i}^{c-1} (-l_k)`` above
+its diagonal, so a row's weights decay geometrically away from ``t_j`` and are cut where
+they fall below :data:`~codedcomputing.spline.maps.TRUNCATION` of the row's largest (~25
+knots a side); a call reads only the results at the knots those rows touch. Results wider
+than :data:`SKETCH_COLUMNS` are first summarised by a CountSketch (:func:`_sketch`). So
+building the decoder for a set of knots is ``O(n + len(points))``, and theta costs
+``O(max(LOO_KNOTS, len(points)) d)``, about what the two interpolants' decode does.
 """
 
 from __future__ import annotations
+
+import contextlib
+from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg.lapack import dpttrf, dpttrs
 from scipy.sparse import csr_array
 
 from .. import _arraylib
-from .maps import SplineDecoder
+from .maps import TRUNCATION, SplineDecoder
 
 __all__ = ["AdaptiveInterpolant", "blend_weight", "cubic_loo_residuals", "linear_loo_residuals"]
+
+# Beyond twice max(LOO_KNOTS, len(points)) interior knots, theta's sums run over that many
+# (and the widest brackets' knots), in blocks of LOO_BLOCK consecutive ones (a row of K
+# reaches ~25 knots each side: a block's rows share the results they read).
+LOO_KNOTS = 256
+LOO_BLOCK = 64
+# Up to this many knots, theta's residuals are one dense product.
+DENSE_LOO_KNOTS = 64
+# A bracket this many times wider than its neighbours' median is a gap: its knots are always sampled.
+WIDE_BRACKET = 3.0
+_ROW_CHUNK = 512  # rows of K built at a time (larger temporaries fall out of cache)
+# The linear interpolant of numpy results of these dtypes, with at most this many entries, is
+# gathered rather than multiplied by its sparse map (AdaptiveInterpolant.linear_values).
+_GATHERED = (np.dtype(np.float32), np.dtype(np.float64))
+SMALL_GATHER = 2**14
 
 
 def linear_matrix(t: np.ndarray, z: np.ndarray) -> csr_array:
@@ -43,10 +74,9 @@ def linear_matrix(t: np.ndarray, z: np.ndarray) -> csr_array:
     clamped = np.clip(z, t[0], t[-1])
     i = np.clip(np.searchsorted(t, clamped, side="right") - 1, 0, n - 2)
     b = (clamped - t[i]) / (t[i + 1] - t[i])
-    rows = np.repeat(np.arange(z.size), 2)
     cols = np.stack([i, i + 1], axis=1).ravel()
     vals = np.stack([1.0 - b, b], axis=1).ravel()
-    return csr_array((vals, (rows, cols)), shape=(z.size, n))
+    return csr_array((vals, cols, np.arange(0, 2 * z.size + 1, 2)), shape=(z.size, n))
 
 
 def linear_loo_residuals(t: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -59,36 +89,37 @@ def linear_loo_residuals(t: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 class _CubicLeaveOneOut:
     """The natural cubic interpolant's leave-one-out residuals at the interior knots of
-    sorted ``t`` (at least 3), for any values. No checks are performed."""
+    sorted ``t`` (at least 4), for any values; or the rows of the map that gives them. No
+    checks are performed."""
 
     def __init__(self, t: np.ndarray):
         h = np.diff(t)
         diagonal, offdiagonal = (h[:-1] + h[1:]) / 3.0, h[1:-1] / 6.0
         m = diagonal.size
-        z0 = _inverse_diagonal(diagonal, offdiagonal)  # Z = R^-1: Z[i, i]
         pivots, l = dpttrf(diagonal, offdiagonal)[:2] if m > 1 else (diagonal, np.zeros(0))  # R = L D L^T
-        self.pivots, self.subdiagonal = pivots, l
+        z0 = _inverse_diagonal(diagonal, offdiagonal, pivots)  # Z = R^-1: Z[i, i]
+        self.pivots, self.subdiagonal, self.inverse_diagonal = pivots, l, z0
         self.inverse_h = (1.0 / h)[:, None]
-        z1 = -l * z0[1:]  # Z[i, i+1]
-        z2 = l[:-1] * l[1:] * z0[2:]  # Z[i, i+2]
-        # Row j of Q (interior knot j = 1..n-2) has q_a = 1/h_{j-1} at column j-2, q_b at
-        # column j-1 and q_c = 1/h_j at column j (columns outside 0..m-1 do not exist).
+        # Row j of Q (interior knot j = 1..n-2, column c = j-1) has q_a = 1/h_{j-1} at column
+        # c-1, q_b at c and q_c = 1/h_j at c+1; q_a = 0 and q_c = 0 where those columns do not
+        # exist, and Z's entries beyond the matrix are 0.
         q_a, q_b, q_c = 1.0 / h[:-1], -1.0 / h[:-1] - 1.0 / h[1:], 1.0 / h[1:]
-        cols = np.arange(m)  # column j-1 for interior knot j
-        k = q_b**2 * z0
-        left = cols >= 1  # column j-2 exists
-        right = cols <= m - 2  # column j exists
-        k[left] += q_a[left] ** 2 * z0[cols[left] - 1] + 2 * q_a[left] * q_b[left] * z1[cols[left] - 1]
-        k[right] += q_c[right] ** 2 * z0[cols[right] + 1] + 2 * q_b[right] * q_c[right] * z1[cols[right]]
-        both = left & right
-        k[both] += 2 * q_a[both] * q_c[both] * z2[cols[both] - 1]
+        q_a[0] = q_c[-1] = 0.0
+        near = np.zeros((5, m))  # Z[c-1, c-1], Z[c+1, c+1], Z[c-1, c], Z[c, c+1], Z[c-1, c+1]
+        near[0, 1:], near[1, :-1] = z0[:-1], z0[1:]
+        near[2, 1:] = near[3, :-1] = -l * z0[1:]  # Z[i, i+1]
+        near[4, 1:-1] = l[:-1] * l[1:] * z0[2:]  # Z[i, i+2]
+        k = q_b**2 * z0  # K_jj = q^T Z q
+        k += q_a**2 * near[0] + 2 * q_a * q_b * near[2]
+        k += q_c**2 * near[1] + 2 * q_b * q_c * near[3]
+        k += 2 * q_a * q_c * near[4]
         self.inverse_k_diagonal = (1.0 / k)[:, None]
         self.q_b = q_b[:, None]
 
     def __call__(self, y: np.ndarray) -> np.ndarray:
         """``(K y)_j / K_jj`` at the interior knots, ``K y = Q R^-1 Q^T y``: a second divided
         difference, a tridiagonal solve and ``Q`` applied to the interior, in place where it can."""
-        slopes = np.diff(y, axis=0)
+        slopes = y[1:] - y[:-1]
         slopes *= self.inverse_h
         rhs = slopes[1:] - slopes[:-1]  # Q^T y
         if rhs.shape[0] == 1:
@@ -102,13 +133,171 @@ class _CubicLeaveOneOut:
         q_g *= self.inverse_k_diagonal
         return q_g
 
+    def rows(self, targets: np.ndarray) -> csr_array:
+        """``(len(targets), n)``: rows ``targets`` (interior knots, ``1..n-2``) of ``K``, each
+        divided by its diagonal entry, so that ``rows @ y`` is the residual there; weights below
+        :data:`~codedcomputing.spline.maps.TRUNCATION` of their row's largest are dropped."""
+        weights, columns, counts = self._row_entries(targets)
+        indptr = np.concatenate([[0], np.cumsum(counts)])
+        return csr_array((weights, columns, indptr), shape=(targets.size, self.inverse_h.shape[0] + 1))
 
-def _inverse_diagonal(diagonal: np.ndarray, offdiagonal: np.ndarray) -> np.ndarray:
+    def _row_entries(self, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`rows` as its kept weights and their columns, row after row, and each row's
+        count; built :data:`_ROW_CHUNK` rows at a time (the temporaries stay in cache)."""
+        parts = [self._chunk_entries(targets[i : i + _ROW_CHUNK]) for i in range(0, targets.size, _ROW_CHUNK)]
+        return tuple(np.concatenate(part) for part in zip(*parts, strict=True))
+
+    def _chunk_entries(self, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_row_entries` for a few rows. The reach starts at 32 knots a side (uniform
+        knots need ~25) and is doubled until every row's kept weights end inside it."""
+        n = self.inverse_h.shape[0] + 1
+        reach = 32
+        while True:
+            weights = self._rows(targets, reach)  # at knots targets + s, |s| <= reach + 1
+            size = np.abs(weights)
+            kept = size >= TRUNCATION * size.max(axis=1, keepdims=True)  # beyond the knots: 0, dropped
+            if reach >= n or not (kept[:, :2].any() or kept[:, -2:].any()):
+                break
+            reach *= 2
+        weights *= self.inverse_k_diagonal[targets - 1]
+        columns = targets[:, None] + np.arange(-reach - 1, reach + 2)
+        return weights[kept], columns[kept], kept.sum(axis=1)
+
+    def _rows(self, targets: np.ndarray, reach: int) -> np.ndarray:
+        """Rows ``targets`` of ``K = Q Z Q^T`` at knots ``targets + s``, ``|s| <= reach + 1``
+        (zero outside the knots), from ``u = Z q_j`` (``q_j``: row ``j`` of ``Q``, nonzero at
+        columns ``c - 1, c, c + 1``, ``c = j - 1``) at the columns within ``reach`` of ``c``.
+        ``R u = q_j``, so beyond those three columns ``u`` follows ``Z``'s columns:
+        ``u_{c-1-s} = u_{c-1} prod_{i=c-1-s}^{c-2} (-l_i)`` and ``u_{c+1+s} = Z[c+1+s, c+1+s]
+        prod_{i=c+1}^{c+s} (-l_i) u_{c+1} / Z[c+1, c+1]``."""
+        m, width = self.inverse_diagonal.size, 2 * reach + 5
+        pad = reach + 2
+        minus_l = np.zeros(m + 2 * pad)  # minus_l[i + pad] = -l_i, 0 beyond the factor
+        minus_l[pad : pad + m - 1] = -self.subdiagonal
+        z = np.zeros(m + 2 * pad)  # z[i + pad] = Z[i, i], 0 beyond the matrix
+        z[pad : pad + m] = self.inverse_diagonal
+        inverse_h = np.zeros(m + 1 + 2 * pad)  # inverse_h[i + pad] = 1 / h_i
+        inverse_h[pad : pad + m + 1] = self.inverse_h[:, 0]
+        c = targets - 1 + pad  # padded index of the centre column
+        q_a, q_c = inverse_h[c], inverse_h[c + 1]  # 1 / h_{j-1}, 1 / h_j (columns -1, m: z is 0)
+        q_b = -q_a - q_c
+        l_before, l_at = minus_l[c - 1], minus_l[c]  # -l_{c-1}, -l_c
+        # offsets along axis 0 (the recurrences run over whole rows): u[k + reach + 2] at knots targets + k
+        u = np.zeros((width, targets.size))
+        before = q_a * z[c - 1] + q_b * l_before * z[c] + q_c * l_before * l_at * z[c + 1]  # u_{c-1}
+        after_rate = q_c + q_b * l_at + q_a * l_before * l_at  # u_{c+1} / Z[c+1, c+1]
+        u[reach + 1] = before
+        u[reach + 2] = q_a * l_before * z[c] + q_b * z[c] + q_c * l_at * z[c + 1]
+        u[reach + 3] = after_rate * z[c + 1]
+        steps = np.arange(1, reach)[:, None]
+        left = _running_products(minus_l[c - 1 - steps])  # u_{c-1-s} / u_{c-1}, s = 1..reach-1
+        u[reach:1:-1] = left * before
+        right = _running_products(minus_l[c + steps])
+        right *= z[c + 1 + steps]
+        u[reach + 4 : width - 2] = right * after_rate  # u_{c+1+s}
+        # (Q u)_i = (U_{i+1} - U_i) / h_i - (U_i - U_{i-1}) / h_{i-1}, U at knot i = u at column i-1
+        slopes = u[1:] - u[:-1]
+        slopes *= inverse_h[c + np.arange(-reach - 1, reach + 3)[:, None]]  # h_{j+s}, s = -reach-2..
+        return (slopes[1:] - slopes[:-1]).T
+
+
+def _running_products(factors: np.ndarray) -> np.ndarray:
+    """``np.cumprod(factors, axis=0)`` by doubling (``log2`` of the length in whole-row
+    products: numpy's cumprod takes one element at a time, ~20x slower here)."""
+    products = factors.copy()
+    step = 1
+    while step < products.shape[0]:
+        products[step:] *= products[:-step]  # numpy buffers the overlap: the previous round's values
+        step *= 2
+    return products
+
+
+class _ResidualRows(NamedTuple):
+    """theta's residuals as one matrix: ``matrix @ values[knots]`` stacks ``r_L`` over ``r_C``
+    at the interior knots ``targets`` of the sorted knots, each row scaled by ``scale`` (the
+    square root of its weight in theta's sums)."""
+
+    matrix: np.ndarray | csr_array
+    knots: np.ndarray
+    targets: np.ndarray
+    scale: np.ndarray
+
+
+def _linear_rows(t: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """``(len(targets), 3)``: ``r_L = y_j - w y_{j-1} - (1 - w) y_{j+1}`` as weights of
+    ``y_{j-1}, y_j, y_{j+1}``."""
+    left, right = t[targets] - t[targets - 1], t[targets + 1] - t[targets]
+    w = right / (left + right)
+    return np.stack([-w, np.ones_like(w), w - 1.0], axis=1)
+
+
+def _dense_rows(t: np.ndarray, cubic: _CubicLeaveOneOut) -> _ResidualRows:
+    """Every interior knot's residuals as a dense matrix (few knots: one small product)."""
+    n = t.size
+    targets = np.arange(1, n - 1)
+    linear = np.zeros((n - 2, n))
+    linear[targets[:, None] - 1, targets[:, None] + np.arange(-1, 2)] = _linear_rows(t, targets)
+    matrix = np.concatenate([linear, cubic(np.eye(n))])
+    matrix.flags.writeable = False
+    return _ResidualRows(matrix, np.arange(n), targets, np.ones(n - 2))
+
+
+def _sampled_rows(t: np.ndarray, cubic: _CubicLeaveOneOut, count: int) -> _ResidualRows:
+    """The residuals at some interior knots, weighted so that theta's sums over them estimate
+    the sums over all, as a sparse matrix over the knots its rows touch.
+
+    Two strata: the knots within two of each of the widest brackets (a bracket at least
+    :data:`WIDE_BRACKET` times its four neighbours' median; the widest ones first, at most one
+    per block), weight 1, since a gap's residuals outweigh hundreds of others; and blocks of
+    :data:`LOO_BLOCK` consecutive knots spread evenly over the rest (the outermost ones
+    included), ``count`` knots in all, each weighted by the rest's size over its sampled part.
+    """
+    n = t.size
+    block = min(LOO_BLOCK, count)
+    blocks = -(-count // block)
+    h = np.diff(t)
+    padded = np.concatenate([h[:1], h[:1], h, h[-1:], h[-1:]])
+    low, high = np.minimum(padded[:-4], padded[1:-3]), np.maximum(padded[:-4], padded[1:-3])
+    low2, high2 = np.minimum(padded[3:-1], padded[4:]), np.maximum(padded[3:-1], padded[4:])
+    ratio = 2.0 * h / (np.maximum(low, low2) + np.minimum(high, high2))  # to the 4 neighbours' median
+    wide = np.flatnonzero(ratio >= WIDE_BRACKET)
+    wide = wide[np.argsort(-ratio[wide], kind="stable")[:blocks]]  # bracket i: knots i, i+1
+    certain = np.zeros(n, dtype=bool)
+    certain[np.clip((wide[:, None] + np.arange(-1, 3)).ravel(), 1, n - 2)] = True
+    starts = np.linspace(1, n - 1 - block, blocks).round().astype(np.intp)
+    sampled = np.zeros(n, dtype=bool)
+    sampled[(starts[:, None] + np.arange(block)).ravel()] = True
+    sampled &= ~certain
+    targets = np.flatnonzero(certain | sampled)
+    rest = (n - 2 - np.count_nonzero(certain)) / max(1, np.count_nonzero(sampled))
+    scale = np.where(certain[targets], 1.0, np.sqrt(rest))
+    linear = (_linear_rows(t, targets) * scale[:, None]).ravel()
+    weights, columns, counts = cubic._row_entries(targets)
+    weights *= np.repeat(scale, counts)
+    columns = np.concatenate([(targets[:, None] + np.arange(-1, 2)).ravel(), columns])
+    used = np.zeros(n, dtype=bool)
+    used[columns] = True
+    knots = np.flatnonzero(used)
+    matrix = csr_array(  # [linear; cubic] rows, over the knots they touch
+        (
+            np.concatenate([linear, weights]),
+            (np.cumsum(used) - 1)[columns],
+            np.concatenate([np.arange(0, 3 * targets.size + 1, 3), 3 * targets.size + np.cumsum(counts)]),
+        ),
+        shape=(2 * targets.size, knots.size),
+    )
+    matrix.data.flags.writeable = False
+    return _ResidualRows(matrix, knots, targets, scale)
+
+
+def _inverse_diagonal(diagonal: np.ndarray, offdiagonal: np.ndarray, forward=None) -> np.ndarray:
     """The diagonal of the inverse of a symmetric positive definite tridiagonal matrix, from
-    its forward and backward ``LDL^T`` pivots (``1 / (d_fwd + d_bwd - diagonal)``)."""
+    its forward and backward ``LDL^T`` pivots (``1 / (d_fwd + d_bwd - diagonal)``; the forward
+    ones computed unless given)."""
     if diagonal.size == 1:
         return 1.0 / diagonal
-    forward = dpttrf(diagonal, offdiagonal)[0]
+    if forward is None:
+        forward = dpttrf(diagonal, offdiagonal)[0]
     backward = dpttrf(diagonal[::-1], offdiagonal[::-1])[0][::-1]
     return 1.0 / (forward + backward - diagonal)
 
@@ -130,23 +319,41 @@ def blend_weight(r_linear: np.ndarray, r_cubic: np.ndarray) -> float:
 
 # Results wider than this are summarised for theta by a CountSketch of this many columns.
 SKETCH_COLUMNS = 32
-_sketches: dict[int, csr_array] = {}
+_sketches: dict[tuple[int, np.dtype], np.ndarray] = {}
 
 
 def _sketch(values: np.ndarray) -> np.ndarray:
-    """``values @ S``: each of the ``d`` columns added, with a random sign, to one of
-    :data:`SKETCH_COLUMNS` buckets (a CountSketch, ``E[S S^T] = I``), from a generator seeded
-    by ``d``, so the same width always gets the same sketch. The leave-one-out residuals are
-    linear in the values, so their inner products, and theta's ratio of them, are kept in
-    expectation, at one pass over the results instead of a solve per column."""
+    """``values @ S`` in float64: each of the ``d`` columns added, with a random sign, to one
+    of :data:`SKETCH_COLUMNS` buckets (a CountSketch, ``E[S S^T] = I``), from a generator
+    seeded by ``d``, so the same width always gets the same sketch. The leave-one-out
+    residuals are linear in the values, so their inner products, and theta's ratio of them,
+    are kept in expectation, at one pass over the results instead of a solve per column.
+
+    ``values`` (numpy) are summed in their own precision, float32 for float32 and narrower
+    (its rounding is of the order of float32 results' own), with ``S`` dense: a BLAS product
+    on one thread beats a sparse one several times over."""
+    if values.dtype != np.float64:
+        values = values.astype(np.float32, copy=False)
     d = values.shape[1]
-    sketch = _sketches.get(d)
+    sketch = _sketches.get((d, values.dtype))
     if sketch is None:
         rng = np.random.default_rng([d, 0x5EED])
         buckets = rng.integers(SKETCH_COLUMNS, size=d)
         signs = rng.choice([-1.0, 1.0], size=d)
-        sketch = _sketches[d] = csr_array((signs, (np.arange(d), buckets)), shape=(d, SKETCH_COLUMNS))
-    return np.asarray(values @ sketch)
+        sketch = np.zeros((d, SKETCH_COLUMNS), dtype=values.dtype)
+        sketch[np.arange(d), buckets] = signs
+        sketch.flags.writeable = False
+        _sketches[(d, values.dtype)] = sketch
+    products = values.size * SKETCH_COLUMNS
+    small = _arraylib.TINY_PRODUCT < products <= _arraylib.SMALL_PRODUCT
+    with (
+        _arraylib.one_blas_thread if small else contextlib.nullcontext(),
+        np.errstate(over="ignore", invalid="ignore"),
+    ):
+        summed = values @ sketch
+    if summed.dtype != np.float64 and not np.isfinite(summed).all():  # float32 overflowed
+        return _sketch(values.astype(np.float64))
+    return summed.astype(np.float64, copy=False)
 
 
 def _theta(r_linear: np.ndarray, r_cubic: np.ndarray) -> float:
@@ -155,7 +362,7 @@ def _theta(r_linear: np.ndarray, r_cubic: np.ndarray) -> float:
     denominator = float(np.vdot(difference, difference))
     if not denominator > 0.0:
         return 1.0
-    return float(np.clip(np.vdot(r_linear, difference) / denominator, 0.0, 1.0))
+    return min(max(float(np.vdot(r_linear, difference)) / denominator, 0.0), 1.0)
 
 
 class AdaptiveInterpolant:
@@ -164,10 +371,11 @@ class AdaptiveInterpolant:
     or torch tensors in their own type, dtype and device.
 
     Built once per set of knots (the decoder GCC caches per alive set): the linear map, the
-    cubic map at the points clamped into the knots' range, and the leave-one-out pieces.
-    ``theta`` is computed in float64 on the host; for torch tensors that require grad,
-    autograd treats it as a constant (the gradient is the blend's map at that ``theta``). No
-    checks are performed.
+    cubic map at the points clamped into the knots' range, and the leave-one-out pieces (all
+    of them in the constructor, so one decoder serves many threads). ``theta`` is computed on
+    the host, in float64 (wide results are sketched in their own precision first); for torch
+    tensors that require grad, autograd treats it as a constant (the gradient is the blend's
+    map at that ``theta``). No checks are performed.
     """
 
     def __init__(self, knots: np.ndarray, points: np.ndarray):
@@ -176,32 +384,71 @@ class AdaptiveInterpolant:
         t = knots[order]
         self.sorted_knots = t
         self.order = None if np.array_equal(order, np.arange(t.size)) else order
-        # columns in the knots' given order: linear[:, order[i]] is the sorted map's column i
-        self.linear = linear_matrix(t, points)[:, np.argsort(order)]
+        self.linear = linear_matrix(t, points)
+        if self.order is not None:  # columns in the knots' given order: the sorted map's column i is order[i]
+            linear = self.linear
+            self.linear = csr_array((linear.data, order[linear.indices], linear.indptr), shape=linear.shape)
         self.linear.data.flags.writeable = False
+        first, second = self.linear.indices.reshape(-1, 2).T  # L's two terms a row, for linear_values
+        terms = self.linear.data.reshape(-1, 2).T
+        self._linear_terms = first, second, {d: tuple(w.astype(d)[:, None] for w in terms) for d in _GATHERED}
         # an explicit map or a banded solve, whichever is predicted cheaper (SplineDecoder)
         self.cubic = SplineDecoder(knots, 0.0, np.clip(points, t[0], t[-1]))
-        self.cubic_loo = _CubicLeaveOneOut(t) if t.size >= 4 else None
+        # theta's pieces: the cubic's recurrence, or the residuals as one matrix (few knots:
+        # dense; many more knots than points: sampled), and the rows of y they read (None: all)
+        self.cubic_loo = self.residual_rows = None
+        self.loo_rows = self.order
+        if t.size >= 4:
+            self.cubic_loo = _CubicLeaveOneOut(t)
+            left, right = t[1:-1] - t[:-2], t[2:] - t[1:-1]
+            w = (right / (left + right))[:, None]
+            self.linear_loo_weights = w, 1.0 - w
+            count = max(LOO_KNOTS, points.size)
+            if t.size <= DENSE_LOO_KNOTS:
+                self.residual_rows = _dense_rows(t, self.cubic_loo)
+            elif t.size - 2 > 2 * count:
+                self.residual_rows = _sampled_rows(t, self.cubic_loo, count)
+                used = self.residual_rows.knots
+                self.loo_rows = used if self.order is None else order[used]
 
     def weight(self, y) -> float:
         """``theta`` for results ``y`` (rows in the knots' order)."""
         if self.cubic_loo is None:  # through 2 or 3 knots, leaving one out leaves a line
             return 1.0
-        values = _arraylib.to_float64(y)
-        if values.shape[1] > SKETCH_COLUMNS:
-            values = _sketch(values)
-        if self.order is not None:
-            values = values[self.order]
+        flat = y.reshape(y.shape[0], -1)
+        if self.loo_rows is not None:
+            flat = _arraylib.take_rows(flat, self.loo_rows)
+        if flat.shape[1] > SKETCH_COLUMNS:
+            values = _sketch(_arraylib.convert_like(flat, self.knots))  # on the host, as numpy
+        else:
+            values = _arraylib.to_float64(flat)
         scale = float(np.max(np.abs(values), initial=0.0))
         if not 1e-150 < scale < 1e150:  # theta is scale-free; 1e300 results overflow the solve
             if not 0.0 < scale < np.inf:
                 return 1.0
             values = values / scale
-        return _theta(linear_loo_residuals(self.sorted_knots, values), self.cubic_loo(values))
+        if self.residual_rows is not None:
+            both = np.asarray(self.residual_rows.matrix @ values)
+            return _theta(both[: both.shape[0] // 2], both[both.shape[0] // 2 :])
+        w, complement = self.linear_loo_weights  # linear_loo_residuals, its weights kept
+        r_linear = values[1:-1] - (w * values[:-2] + complement * values[2:])
+        return _theta(r_linear, self.cubic_loo(values))
+
+    def linear_values(self, y):
+        """``L`` at the points: :attr:`linear` applied. Small float32 and float64 numpy results
+        take its two terms a row as gathered rows, the very sums scipy's product makes,
+        without its ~20 us a call."""
+        small = self.points.size * int(np.prod(y.shape[1:], dtype=np.int64)) <= SMALL_GATHER
+        if not (small and isinstance(y, np.ndarray) and y.dtype in _GATHERED):
+            return _arraylib.apply_matrix(self.linear, y)
+        first, second, weights = self._linear_terms
+        flat = y.reshape(y.shape[0], -1)
+        a, b = weights[y.dtype]
+        return (a * flat[first] + b * flat[second]).reshape((self.points.size, *y.shape[1:]))
 
     def __call__(self, y):
         theta = self.weight(y)
-        linear = _arraylib.apply_matrix(self.linear, y)
+        linear = self.linear_values(y)
         if theta == 0.0:
             return linear, theta
         return linear + theta * (self.cubic(y) - linear), theta
