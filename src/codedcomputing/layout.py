@@ -27,15 +27,22 @@ import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import connected_components, shortest_path
 from scipy.sparse.linalg import eigsh
+from scipy.spatial import Delaunay, QhullError
+from scipy.stats import qmc
 
 __all__ = [
     "Reference",
     "arc_positions",
     "chain_order",
+    "first_principal_axis",
+    "hull_design",
     "knn_graph",
+    "mds_embedding",
     "pairwise_distances",
     "path_length",
+    "snap_to",
     "spectral_coordinate",
+    "spectral_embedding",
 ]
 
 
@@ -76,6 +83,20 @@ def knn_graph(distances: np.ndarray, neighbours: int) -> csr_array:
         graph = graph.maximum(link)
         count, labels = connected_components(graph, directed=False)
     return graph
+
+
+def first_principal_axis(centred: np.ndarray) -> np.ndarray:
+    """The leading right singular vector of centred data ``(K, D)``, from the smaller of the
+    two Gram matrices (``K x K`` or ``D x D``) by a symmetric eigensolver: a full SVD of a
+    1000 x 784 batch took seconds where this takes milliseconds."""
+    if centred.shape[0] < centred.shape[1]:
+        vectors = np.linalg.eigh(centred @ centred.T)[1]
+        axis = centred.T @ vectors[:, -1]
+    else:
+        vectors = np.linalg.eigh(centred.T @ centred)[1]
+        axis = vectors[:, -1]
+    norm = float(np.linalg.norm(axis))
+    return axis / norm if norm > 0.0 else np.eye(centred.shape[1])[0]
 
 
 def path_length(distances: np.ndarray, order: np.ndarray) -> float:
@@ -156,6 +177,15 @@ def spectral_coordinate(graph: csr_array) -> np.ndarray:
     n = graph.shape[0]
     if n <= 2:
         return np.linspace(-1.0, 1.0, n)
+    return spectral_embedding(graph, 1)[:, 0]
+
+
+def spectral_embedding(graph: csr_array, dimensions: int) -> np.ndarray:
+    """Laplacian eigenmaps: ``(n, m)`` coordinates, the eigenvectors ``2 .. m + 1`` of a
+    connected weighted graph's normalised Laplacian (Gaussian affinities ``exp(-d^2 /
+    sigma^2)``, ``sigma`` the median edge length), mapped back by ``D^-1/2``, each column's
+    sign fixed so its first entry is at most 0. Needs ``m <= n - 2``."""
+    n = graph.shape[0]
     edges = graph.tocoo()
     sigma = float(np.median(edges.data)) or 1.0
     affinity = csr_array((np.exp(-((edges.data / sigma) ** 2)), (edges.row, edges.col)), shape=(n, n))
@@ -163,13 +193,99 @@ def spectral_coordinate(graph: csr_array) -> np.ndarray:
     scale = 1.0 / np.sqrt(np.maximum(degree, 1e-300))
     normalised = affinity.multiply(scale[:, None]).multiply(scale[None, :]).tocsr()
     if n <= 200:  # dense is faster and exact
-        values, vectors = np.linalg.eigh(normalised.toarray())
-        fiedler = vectors[:, -2]
+        vectors = np.linalg.eigh(normalised.toarray())[1][:, ::-1][:, 1 : dimensions + 1]
     else:
-        values, vectors = eigsh(normalised, k=2, which="LA", v0=np.full(n, 1.0 / np.sqrt(n)))
-        fiedler = vectors[:, np.argsort(values)[0]]
-    coordinate = fiedler * scale  # back from the normalised problem: D^-1/2 v
-    return -coordinate if coordinate[0] > 0 else coordinate
+        values, vectors = eigsh(normalised, k=dimensions + 1, which="LA", v0=np.full(n, 1.0 / np.sqrt(n)))
+        vectors = vectors[:, np.argsort(-values)[1:]]
+    coordinates = vectors * scale[:, None]  # back from the normalised problem: D^-1/2 v
+    return coordinates * np.where(coordinates[0] > 0, -1.0, 1.0)
+
+
+def mds_embedding(distances: np.ndarray, dimensions: int) -> np.ndarray:
+    """Classical multidimensional scaling: ``(n, m)`` coordinates whose Euclidean distances
+    best match ``distances`` (the top ``m`` eigenpairs of the double-centred ``-D^2 / 2``;
+    Isomap when ``distances`` are geodesic), each column's sign fixed so its first entry is
+    at most 0. Directions with no spread get coordinate 0."""
+    n = distances.shape[0]
+    squared = distances**2
+    centred = -0.5 * (squared - squared.mean(axis=0) - squared.mean(axis=1)[:, None] + squared.mean())
+    values, vectors = np.linalg.eigh((centred + centred.T) / 2)
+    top = np.argsort(-values, kind="stable")[:dimensions]
+    coordinates = vectors[:, top] * np.sqrt(np.maximum(values[top], 0.0))
+    if coordinates.shape[1] < dimensions:
+        coordinates = np.pad(coordinates, ((0, 0), (0, dimensions - coordinates.shape[1])))
+    return coordinates * np.where(coordinates[0] > 0, -1.0, 1.0) if n else coordinates
+
+
+def hull_design(sites: np.ndarray, count: int, *, include: bool = False, candidates: int = 32) -> np.ndarray:
+    """``count`` points spread over the convex hull of ``sites`` (``(K, m)``, full rank): a
+    greedy maximin design (each new point the candidate farthest from those chosen) over
+    ``candidates * count`` points of a scrambled Sobol sequence (fixed seed) inside the
+    hull, started from the hull's vertices, or from all of ``sites`` when ``include``
+    (then the first ``K`` points are ``sites`` themselves). In one dimension the hull is
+    an interval and the points are Chebyshev points of the second kind on it (with
+    ``include``, those nearest the sites moved onto them, :func:`snap_to`). The result
+    is ordered along a short open path (:func:`chain_order`), so that points with
+    neighbouring indices are neighbours in space. Deterministic."""
+    sites = np.asarray(sites, dtype=np.float64)
+    k, m = sites.shape
+    if m == 1:
+        low, high = float(sites.min()), float(sites.max())
+        points = low + (high - low) * (1 - np.cos(np.pi * np.arange(count) / max(count - 1, 1))) / 2
+        if include and k <= count:  # the Chebyshev points nearest the sites moved onto them
+            ordered = np.sort(sites[:, 0])
+            points[np.searchsorted(points, snap_to(ordered, points))] = ordered
+        return np.sort(points)[:, None]
+    try:
+        hull = Delaunay(sites)
+        vertices = np.unique(hull.convex_hull)
+    except QhullError:  # a flat hull: fall back to the bounding box
+        hull, vertices = None, np.arange(k)
+    low, high = sites.min(axis=0), sites.max(axis=0)
+    need = candidates * count
+    power = int(np.ceil(np.log2(max(need, 256))))
+    while True:  # more Sobol points until enough fall inside the hull (or 2^20 were drawn)
+        pool = low + (high - low) * qmc.Sobol(m, scramble=True, seed=0).random_base2(power)
+        if hull is not None:
+            pool = pool[hull.find_simplex(pool) >= 0]
+        if len(pool) >= need or power >= 20:
+            break
+        power += 1
+    pool = pool[:need]
+    start = sites if include else sites[vertices]
+    chosen = [*start[:count]]
+    nearest = np.min(pairwise_distances(pool, np.asarray(chosen)), axis=1)
+    while len(chosen) < count:
+        best = int(np.argmax(nearest))
+        chosen.append(pool[best])
+        nearest = np.minimum(nearest, pairwise_distances(pool, pool[best][None])[:, 0])
+    design = np.asarray(chosen)
+    design = design[np.lexsort(design.T[::-1])]  # a canonical order first: the path then
+    return design[chain_order(pairwise_distances(design))]  # depends on the set alone
+
+
+def snap_to(positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """The sorted ``positions`` (``K``) moved to distinct ``targets`` (``N >= K``) in the
+    same order, with the least total displacement ``sum_k |targets[j_k] - positions[k]|``
+    over ``j_1 < ... < j_K`` (dynamic programming, ``O(K N)``)."""
+    targets = np.sort(np.asarray(targets, dtype=np.float64))
+    k, n = positions.size, targets.size
+    cost = np.abs(positions[0] - targets)
+    choice = np.zeros((k, n), dtype=np.intp)  # choice[i, j]: where position i-1 went, i at j
+    choice[0] = np.arange(n)
+    for i in range(1, k):
+        best = np.minimum.accumulate(cost)  # best[j]: positions < i placed at targets <= j
+        lower = np.r_[True, cost[1:] < best[:-1]]  # a new running minimum at j
+        where = np.maximum.accumulate(np.where(lower, np.arange(n), 0))  # its argmin
+        new = np.full(n, np.inf)
+        new[1:] = best[:-1] + np.abs(positions[i] - targets[1:])
+        choice[i, 1:] = where[:-1]
+        cost = new
+    index = np.empty(k, dtype=np.intp)
+    index[-1] = int(np.argmin(cost))
+    for i in range(k - 1, 0, -1):
+        index[i - 1] = choice[i, index[i]]
+    return targets[index]
 
 
 class Reference:
@@ -182,12 +298,19 @@ class Reference:
         self.neighbours = neighbours
         self.graph = knn_graph(pairwise_distances(self.points), neighbours)
         self._coordinate = None
+        self._embeddings = {}
 
     @property
     def coordinate(self) -> np.ndarray:
         if self._coordinate is None:
             self._coordinate = spectral_coordinate(self.graph)
         return self._coordinate
+
+    def embedding(self, dimensions: int) -> np.ndarray:
+        """The reference's Laplacian eigenmap, ``(M, m)`` (computed once per ``m``)."""
+        if dimensions not in self._embeddings:
+            self._embeddings[dimensions] = spectral_embedding(self.graph, dimensions)
+        return self._embeddings[dimensions]
 
     def geodesic_distances(self, inputs: np.ndarray) -> np.ndarray:
         """``(K, K)`` shortest-path distances between the inputs through the reference's
@@ -212,13 +335,21 @@ class Reference:
     def coordinate_of(self, inputs: np.ndarray) -> np.ndarray:
         """The reference's spectral coordinate extended to new inputs: the average over each
         input's nearest reference points, weighted by Gaussian affinity (Nystrom-style)."""
+        return self._extend(inputs, self.coordinate[:, None])[:, 0]
+
+    def embedding_of(self, inputs: np.ndarray, dimensions: int) -> np.ndarray:
+        """The reference's ``m``-dimensional eigenmap extended to new inputs, as
+        :meth:`coordinate_of` extends the first coordinate."""
+        return self._extend(inputs, self.embedding(dimensions))
+
+    def _extend(self, inputs: np.ndarray, values: np.ndarray) -> np.ndarray:
         to_reference = pairwise_distances(inputs, self.points)
         count = min(self.neighbours, self.points.shape[0])
         nearest = np.argpartition(to_reference, count - 1, axis=1)[:, :count]
         d = np.take_along_axis(to_reference, nearest, axis=1)
         sigma = np.maximum(np.median(d, axis=1, keepdims=True), 1e-300)
         w = np.exp(-((d / sigma) ** 2))
-        return np.sum(w * self.coordinate[nearest], axis=1) / np.sum(w, axis=1)
+        return np.einsum("kj,kjm->km", w, values[nearest]) / np.sum(w, axis=1)[:, None]
 
 
 def arc_positions(gaps: np.ndarray, points: np.ndarray) -> np.ndarray:

@@ -37,6 +37,37 @@ def test_every_design_passes_the_conformance_suite(make):
     assert check_code(make)[0] == "check_binding"
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda k, n: cc.ManifoldGCC(k, n, design="thin-plate"),
+        lambda k, n: cc.ManifoldGCC(k, n, design="thin-plate", systematic=False, lambda_dec=1e-3),
+        lambda k, n: cc.ManifoldGCC(k, n, design="thin-plate", embedding="eigenmaps", dimensions=3),
+        lambda k, n: cc.ManifoldGCC(k, n, systematic=False),
+        lambda k, n: cc.ManifoldGCC(
+            k,
+            n,
+            design="thin-plate",
+            embedding="eigenmaps",
+            reference=np.random.default_rng(1).normal(size=(30, 3)),
+        ),
+        lambda k, n: cc.ManifoldGCC(
+            k, n, design="thin-plate", reference=np.random.default_rng(1).normal(size=(30, 3))
+        ),
+    ],
+    ids=[
+        "thin-plate",
+        "thin-plate-smoothing",
+        "eigenmaps-3d",
+        "chain-not-systematic",
+        "eigenmaps-reference",
+        "isomap-reference",
+    ],
+)
+def test_the_thin_plate_design_passes_the_conformance_suite(make):
+    assert check_code(make)[0] == "check_binding"
+
+
 def test_the_chain_is_near_the_shortest_open_path():
     rng = np.random.default_rng(0)
     for _ in range(25):
@@ -52,7 +83,7 @@ def test_a_shuffled_curve_is_ordered_along_it_and_spaced_by_arc_length():
     t = np.sort(rng.uniform(0, 1, 12))
     perm = rng.permutation(12)
     X = curve(t)[perm]
-    bound = cc.ManifoldGCC(12, 40).bind(X)
+    bound = cc.ManifoldGCC(12, 40, systematic=False).bind(X)
     along = t[perm][bound.layout.order]
     assert np.all(np.diff(along) > 0) or np.all(np.diff(along) < 0)
     # alpha follows the chord lengths, warped through GCC's own data points
@@ -155,3 +186,127 @@ def test_duplicate_inputs_get_distinct_points():
     X = np.repeat(np.random.default_rng(4).normal(size=(3, 4)), 2, axis=0)
     alpha = cc.ManifoldGCC(6, 12).bind(X).layout.alpha
     assert np.unique(alpha).size == 6
+
+
+# -- the thin-plate design, systematic placement, the embeddings and the hull design --------
+
+
+def test_the_thin_plate_map_matches_scipys_rbf_interpolator():
+    from scipy.interpolate import RBFInterpolator
+
+    from codedcomputing.codes.manifold import thin_plate_map
+
+    rng = np.random.default_rng(5)
+    for m, smoothing in ((1, 0.0), (2, 0.0), (2, 0.3), (3, 1e-2)):
+        knots, targets = rng.uniform(-1, 1, (15, m)), rng.uniform(-1, 1, (7, m))
+        values = rng.normal(size=(15, 4))
+        oracle = RBFInterpolator(knots, values, kernel="thin_plate_spline", smoothing=smoothing)(targets)
+        np.testing.assert_allclose(thin_plate_map(knots, smoothing, targets) @ values, oracle, atol=1e-8)
+
+
+def test_the_thin_plate_code_reproduces_affine_functions_of_the_sites():
+    """Inputs affine in their sites: every worker gets the same affine function at its site,
+    at any lambda_enc (affine maps are in the thin-plate penalty's null space)."""
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(12, 30))
+    for lam in (0.0, 0.5):
+        bound = cc.ManifoldGCC(12, 60, lam, design="thin-plate").bind(X)
+        a, b = rng.normal(size=5), rng.normal(size=(2, 5))
+        coded = bound.encode(a + bound.sites @ b)
+        np.testing.assert_allclose(coded, a + bound.worker_sites @ b, atol=1e-9)
+        assert bound.layout.sites.shape == (12, 2) and bound.layout.worker_sites.shape == (60, 2)
+        assert bound.layout.seconds > 0 and not hasattr(bound.layout, "order")
+
+
+def test_the_thin_plate_decoder_falls_back_with_few_results():
+    """Two results (fewer than m + 1 = 3): the least-norm affine fit, here the line
+    through them; the estimates are finite and between the two values along it."""
+    rng = np.random.default_rng(7)
+    bound = cc.ManifoldGCC(8, 40, design="thin-plate").bind(rng.normal(size=(8, 5)))
+    alive = [3, 17]
+    Y = np.array([[1.0], [3.0]])
+    est = bound.decode(Y, alive)
+    w = bound.worker_sites[alive]
+    direction = (w[1] - w[0]) / np.sum((w[1] - w[0]) ** 2)
+    expected = 1.0 + 2.0 * ((bound.sites - w[0]) @ direction)
+    np.testing.assert_allclose(est[:, 0], expected, atol=1e-10)
+    with pytest.raises(cc.errors.InsufficientResultsError):
+        bound.decode(Y[:1], alive[:1])
+
+
+def test_systematic_codes_recover_every_input_exactly_when_its_worker_returns():
+    """systematic=True puts the inputs at workers' points: with every worker back, any f is
+    recovered exactly (1-D: alpha among beta; thin-plate: the sites among the worker sites)."""
+    rng = np.random.default_rng(8)
+    X = curve(rng.uniform(0, 1, 10))
+    for design in ("chain", "thin-plate"):
+        bound = cc.ManifoldGCC(10, 50, design=design).bind(X)
+        alive = np.arange(50)
+        np.testing.assert_allclose(bound.decode(np.tanh(bound.encode(X)), alive), np.tanh(X), atol=1e-9)
+    alpha = cc.ManifoldGCC(10, 50).bind(X).layout.alpha
+    assert np.all(np.isin(alpha, cc.GCC(10, 50).beta))
+
+
+def test_snapping_moves_the_points_least():
+    rng = np.random.default_rng(9)
+    for _ in range(30):
+        positions, targets = np.sort(rng.uniform(size=4)), rng.uniform(size=7)
+        best = min(
+            itertools.combinations(np.sort(targets), 4), key=lambda c: np.abs(np.array(c) - positions).sum()
+        )
+        got = layout.snap_to(positions, targets)
+        assert np.all(np.diff(got) > 0) and np.all(np.isin(got, targets))
+        assert np.isclose(np.abs(got - positions).sum(), np.abs(np.array(best) - positions).sum())
+
+
+def test_mds_recovers_a_planar_configuration_and_eigenmaps_extend_the_fiedler_vector():
+    rng = np.random.default_rng(10)
+    plane = rng.normal(size=(9, 2))
+    lifted = np.c_[plane, np.zeros((9, 5))] @ np.linalg.qr(rng.normal(size=(7, 7)))[0]
+    coordinates = layout.mds_embedding(layout.pairwise_distances(lifted), 2)
+    np.testing.assert_allclose(
+        layout.pairwise_distances(coordinates), layout.pairwise_distances(plane), atol=1e-9
+    )
+    graph = layout.knn_graph(layout.pairwise_distances(rng.normal(size=(40, 3))), 6)
+    first = layout.spectral_embedding(graph, 3)[:, 0]
+    np.testing.assert_allclose(first, layout.spectral_coordinate(graph), atol=1e-10)
+
+
+def test_the_hull_design_fills_the_hull_and_orders_neighbours_together():
+    from scipy.spatial import Delaunay
+
+    sites = np.random.default_rng(11).uniform(-1, 1, (10, 2))
+    design = layout.hull_design(sites, 60)
+    assert design.shape == (60, 2) and np.all(Delaunay(sites).find_simplex(design, tol=1e-9) >= 0)
+    np.testing.assert_array_equal(design, layout.hull_design(sites, 60))  # deterministic
+    steps = np.linalg.norm(np.diff(design, axis=0), axis=1)
+    assert np.median(steps) < 0.5 * np.median(layout.pairwise_distances(design))
+    with_sites = layout.hull_design(sites, 60, include=True)
+    assert all(np.any(np.all(with_sites == site, axis=1)) for site in sites)
+    assert np.unique(with_sites, axis=0).shape[0] == 60
+
+
+def test_a_permuted_batch_gets_the_permuted_sites():
+    rng = np.random.default_rng(12)
+    X, perm = rng.normal(size=(9, 6)), rng.permutation(9)
+    code = cc.ManifoldGCC(9, 45, design="thin-plate")
+    a, b = code.bind(X), code.bind(X[perm])
+    np.testing.assert_allclose(b.sites, a.sites[perm], atol=1e-10)
+    np.testing.assert_allclose(np.sort(b.worker_sites, axis=0), np.sort(a.worker_sites, axis=0), atol=1e-10)
+
+
+def test_thin_plate_options_are_checked():
+    with pytest.raises(ValueError, match="embedding"):
+        cc.ManifoldGCC(5, 10, design="thin-plate", embedding="tsne")
+    with pytest.raises(ValueError, match="dimensions"):
+        cc.ManifoldGCC(5, 10, design="thin-plate", dimensions=0)
+    with pytest.raises(ValueError, match="lambda_dec"):
+        cc.ManifoldGCC(5, 10, design="thin-plate", lambda_dec="gcv")
+    with pytest.raises(ValueError, match="systematic"):
+        cc.ManifoldGCC(5, 10, systematic="yes")
+    from codedcomputing.codes.manifold import ThinPlateCode
+
+    with pytest.raises(ValueError, match="worker_sites"):
+        ThinPlateCode(3, 6, sites=np.zeros((3, 2)), worker_sites=np.zeros((6, 3)))
+    with pytest.raises(ValueError, match="sites"):
+        ThinPlateCode(3, 6, sites=np.full((3, 2), np.nan), worker_sites=np.zeros((6, 2)))
