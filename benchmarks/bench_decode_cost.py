@@ -1,4 +1,4 @@
-"""What a GCC decode, GCV and the master's small products cost: the three fixes of issue 11, §3.
+"""What a GCC decode, GCV and the master's small products cost, each against the design it replaced.
 
 Prints medians of interleaved repeats (alternatives timed in turn, so they share the machine's
 noise). Sections:
