@@ -79,7 +79,7 @@ def test_experiment_help_names_every_experiment():
 
     result = runner.invoke(app, ["experiment", "--help"], env=HELP)
     assert result.exit_code == 0
-    assert "stragglers|polynomial|rates|latency" in result.output
+    assert "stragglers|polynomial|rates|latency|manifold" in result.output
     for name, module in EXPERIMENTS.items():
         assert re.search(rf"^ {name} +{re.escape(module.SUMMARY)}", result.output, re.MULTILINE)
     assert "see `coded experiment --help`" not in result.output
@@ -88,7 +88,7 @@ def test_experiment_help_names_every_experiment():
 @pytest.mark.parametrize(
     ("command", "choices"),
     [
-        (["experiment"], ["stragglers|polynomial|rates|latency"]),
+        (["experiment"], ["stragglers|polynomial|rates|latency|manifold"]),
         (["demo"], ["thread|ray"]),
         (["example"], ["random|contiguous"]),
         (["models", "train"], ["lenet5|vit", "mnist|digits"]),
