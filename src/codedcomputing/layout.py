@@ -109,10 +109,13 @@ def chain_order(distances: np.ndarray, *, starts: int = 64, max_passes: int = 50
     nearest-neighbour chain over up to ``starts`` starting points (all of them for small
     batches; otherwise the points farthest from the others first), improved by 2-opt
     (reversing a stretch of the path whenever that shortens it) until no reversal helps or
-    ``max_passes`` sweeps are done. ``O(starts K^2 + passes K^2)``."""
+    ``max_passes`` sweeps are done. ``O(starts K^2 + passes K^2)``; past 500 points both
+    counts shrink with K (about 32,000 / K starts and 50,000 / K sweeps, at least 4 and 3)."""
     n = distances.shape[0]
     if n <= 2:
         return np.arange(n)
+    if n > 500:  # each start and each sweep costs O(n^2): fewer of both for large batches
+        starts, max_passes = min(starts, max(4, 32_000 // n)), min(max_passes, max(3, 50_000 // n))
     if n <= starts:
         candidates = np.arange(n)
     else:  # outer points first: an open path's ends lie at the data's extremes
@@ -225,7 +228,8 @@ def mds_embedding(distances: np.ndarray, dimensions: int) -> np.ndarray:
 def hull_design(sites: np.ndarray, count: int, *, include: bool = False, candidates: int = 32) -> np.ndarray:
     """``count`` points spread over the convex hull of ``sites`` (``(K, m)``, full rank): a
     greedy maximin design (each new point the candidate farthest from those chosen) over
-    ``candidates * count`` points of a scrambled Sobol sequence (fixed seed) inside the
+    ``candidates * count`` points (fewer per point past 4,096 points) of a scrambled Sobol
+    sequence (fixed seed) inside the
     hull, started from the hull's vertices, or from all of ``sites`` when ``include``
     (then the first ``K`` points are ``sites`` themselves). In one dimension the hull is
     an interval and the points are Chebyshev points of the second kind on it (with
@@ -247,6 +251,7 @@ def hull_design(sites: np.ndarray, count: int, *, include: bool = False, candida
     except QhullError:  # a flat hull: fall back to the bounding box
         hull, vertices = None, np.arange(k)
     low, high = sites.min(axis=0), sites.max(axis=0)
+    candidates = min(candidates, max(4, 2**17 // count))  # the greedy pass is O(count * pool)
     need = candidates * count
     power = int(np.ceil(np.log2(max(need, 256))))
     while True:  # more Sobol points until enough fall inside the hull (or 2^20 were drawn)
