@@ -32,11 +32,11 @@ def rows():
 
 def test_schemes_are_gcc_bacc_and_a_manifold_gcc_per_design():
     names = manifold.schemes()
-    assert names[:3] == ("gcc", "manifold-gcc", "manifold-gcc-noref")
+    assert names[:4] == ("gcc", "gcc-golden", "manifold-gcc", "manifold-gcc-reference")
     assert names[-2:] == ("bacc", "bacc-ordered")
     default = manifold.ManifoldGCC(2, 2).design
     others = {f"manifold-gcc-{design}" for design in DESIGNS if design not in ("none", default)}
-    assert set(names[3:-2]) == others and len(names) == len(set(names))
+    assert set(names[4:-2]) == others and len(names) == len(set(names))
     assert EXPERIMENTS["manifold"] is manifold
 
 
@@ -86,12 +86,12 @@ def test_reference_and_design_are_recorded(rows):
     by_scheme = {row["scheme"]: (row["design"], row["reference"]) for row in rows}
     default = manifold.ManifoldGCC(2, 2).design
     size = SMALL.manifold_reference_size
-    assert by_scheme["gcc"] == by_scheme["bacc"] == ("", 0)
-    assert by_scheme["manifold-gcc"] == by_scheme["bacc-ordered"] == (default, size)
-    assert by_scheme["manifold-gcc-noref"] == (default, 0)
+    assert by_scheme["gcc"] == by_scheme["gcc-golden"] == by_scheme["bacc"] == ("", 0)
+    assert by_scheme["manifold-gcc"] == by_scheme["bacc-ordered"] == (default, 0)
+    assert by_scheme["manifold-gcc-reference"] == (default, size)
     for scheme, (design, reference) in by_scheme.items():
-        if scheme.startswith("manifold-gcc-") and scheme != "manifold-gcc-noref":
-            assert (design, reference) == (scheme.removeprefix("manifold-gcc-"), size)
+        if scheme.startswith("manifold-gcc-") and scheme != "manifold-gcc-reference":
+            assert (design, reference) == (scheme.removeprefix("manifold-gcc-"), 0)
 
 
 def test_on_the_curve_manifold_gcc_beats_standard_gcc_at_every_s_and_pattern(rows):

@@ -270,8 +270,16 @@ class ManifoldGCC(Code):
     ----------
     num_inputs, num_workers : int
         K >= 1 inputs, N >= 2 workers.
-    lambda_enc, lambda_dec, decoding, points, beta, assignment
+    lambda_enc, lambda_dec, decoding, points, beta
         As for :class:`~codedcomputing.GCC` (``alpha`` is the layout's).
+    assignment : {"golden", "natural"}, default "golden"
+        As for :class:`~codedcomputing.GCC`, but golden by default: a block of neighbouring
+        workers (a rack) then removes points spread over the whole line instead of a run
+        of them. With neighbouring workers straggling (``cc.stragglers.contiguous``) this
+        did most of the work: LeNet-5 and the ViT at K = 10 and 50, blocks of 20-60% of N,
+        ManifoldGCC's mean MSE was 0.0007-0.04x standard GCC's (natural assignment) and
+        0.15-0.43x GCC's with the golden assignment too, except 0.81-1.19x at 10 of 50
+        (40 and 15 paired trials). Random stragglers are unaffected by the assignment.
     design : {"chain", "spectral", "pca", "thin-plate", "none"}, default "chain"
         How the batch is ordered, or embedded (above).
     spacing : {"arc", "rank"}, default "arc"
@@ -332,7 +340,7 @@ class ManifoldGCC(Code):
         decoding: str = "auto",
         points: str = "chebyshev",
         beta=None,
-        assignment: str = "natural",
+        assignment: str = "golden",
     ):
         super().__init__(num_inputs, num_workers, points=points, beta=beta, assignment=assignment)
         self.design = check_choice(design, "design", DESIGNS)
