@@ -62,6 +62,7 @@ from .records import (
     FLOOR_NOTE,
     Headline,
     band_note,
+    curves_over_s,
     draw_band,
     exact_floor,
     grouped,
@@ -70,7 +71,6 @@ from .records import (
     save_figure,
     scheme_style,
     show_floor,
-    summarise,
     twins,
 )
 
@@ -325,12 +325,7 @@ def _figure(rows: list[dict], value: str, out_dir: Path) -> Path:
             mine = [
                 row for row in rows if (row["task"], row["num_inputs"], row["pattern"]) == (task, k, pattern)
             ]
-            summary = summarise(mine, ("scheme", "num_stragglers"), value)
-            curves = {
-                scheme: sorted((s, v) for (name, s), v in summary.items() if name == scheme)
-                for scheme in names
-            }
-            curves = {scheme: points for scheme, points in curves.items() if points}
+            curves = curves_over_s(mine, names, value)
             estimates = {scheme: [v.estimate for _, v in points] for scheme, points in curves.items()}
             same = twins(estimates, rtol=0.02 if value == "mse" else 0.0)
             floor = None

@@ -26,6 +26,7 @@ from .records import (
     FLOOR_NOTE,
     Headline,
     band_note,
+    curves_over_s,
     draw_band,
     exact_floor,
     means,
@@ -33,7 +34,6 @@ from .records import (
     save_figure,
     scheme_style,
     show_floor,
-    summarise,
     twins,
 )
 
@@ -126,12 +126,7 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     of their own; (b) LCC against GCC: exact (drawn at a marked floor) up to its recovery
     threshold, orders of magnitude worse past it. Both mark the threshold."""
     plt = pyplot()
-    summary = summarise(rows, ("scheme", "num_stragglers"), "mse")
-    curves = {
-        scheme: sorted((s, v) for (name, s), v in summary.items() if name == scheme)
-        for scheme in (*APPROXIMATE, "lcc")
-    }
-    curves = {scheme: points for scheme, points in curves.items() if points}
+    curves = curves_over_s(rows, (*APPROXIMATE, "lcc"), "mse")
     k, n, threshold = rows[0]["num_inputs"], rows[0]["num_workers"], rows[0]["recovery_threshold"]
     last_exact = n - threshold  # LCC is exact while S <= N - threshold
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))

@@ -229,6 +229,16 @@ def draw_band(ax, x, intervals: Sequence[Interval], label: str, style: dict, *, 
     return line
 
 
+def curves_over_s(rows: Sequence[dict], schemes: Sequence[str], value: str) -> dict[str, list]:
+    """``{scheme: [(S, Interval), ...]}`` sorted by S, for the schemes of ``schemes`` that
+    have rows (the bootstrap summary of ``value`` per scheme and number of stragglers)."""
+    summary = summarise(rows, ("scheme", "num_stragglers"), value)
+    curves = {
+        scheme: sorted((s, v) for (name, s), v in summary.items() if name == scheme) for scheme in schemes
+    }
+    return {scheme: points for scheme, points in curves.items() if points}
+
+
 def twins(curves: dict[str, Sequence[float]], rtol: float = 0.02) -> dict[str, str]:
     """``{name: legend note}`` for each curve that lies within ``rtol`` of an earlier one at
     every point, e.g. ``"same as gcc"`` or ``"within 1% of gcc"``: drawn over each other, a

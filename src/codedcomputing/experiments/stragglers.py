@@ -35,6 +35,7 @@ from .records import (
     FLOOR_NOTE,
     Headline,
     band_note,
+    curves_over_s,
     draw_band,
     exact_floor,
     means,
@@ -42,7 +43,6 @@ from .records import (
     save_figure,
     scheme_style,
     show_floor,
-    summarise,
     twins,
 )
 
@@ -144,12 +144,7 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
         mine = [row for row in rows if row["model"] == model_name]
         n = max(row["num_workers"] for row in mine)
         for ax, value in zip(axes_row, ("mse", "rel_acc"), strict=True):
-            summary = summarise(mine, ("scheme", "num_stragglers"), value)
-            curves = {
-                scheme: sorted((s, v) for (name, s), v in summary.items() if name == scheme)
-                for scheme in SCHEMES
-            }
-            curves = {scheme: points for scheme, points in curves.items() if points}
+            curves = curves_over_s(mine, SCHEMES, value)
             # accuracies near 1 are all within 2% of each other: only identical ones are twins
             estimates = {scheme: [v.estimate for _, v in points] for scheme, points in curves.items()}
             same = twins(estimates, rtol=0.02 if value == "mse" else 0.0)
