@@ -310,3 +310,15 @@ def test_thin_plate_options_are_checked():
         ThinPlateCode(3, 6, sites=np.zeros((3, 2)), worker_sites=np.zeros((6, 3)))
     with pytest.raises(ValueError, match="sites"):
         ThinPlateCode(3, 6, sites=np.full((3, 2), np.nan), worker_sites=np.zeros((6, 2)))
+
+
+def test_centripetal_spacing_uses_the_square_roots_of_the_chords():
+    rng = np.random.default_rng(9)
+    X = curve(np.sort(rng.uniform(0, 1, 9)))[rng.permutation(9)]
+    bound = cc.ManifoldGCC(9, 30, spacing="centripetal", systematic=False).bind(X)
+    ordered = X[bound.layout.order]
+    gaps = np.sqrt(np.linalg.norm(np.diff(ordered, axis=0), axis=1))
+    expected = layout.arc_positions(gaps, cc.GCC(9, 30).alpha)
+    np.testing.assert_allclose(bound.layout.alpha[bound.layout.order], expected, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="spacing"):
+        cc.ManifoldGCC(9, 30, spacing="sqrt")

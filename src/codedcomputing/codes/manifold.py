@@ -19,7 +19,7 @@ from .gcc import GCC
 __all__ = ["DESIGNS", "EMBEDDINGS", "SPACINGS", "Layout", "ManifoldGCC", "SiteLayout", "ThinPlateCode"]
 
 DESIGNS = ("chain", "spectral", "pca", "thin-plate", "none")
-SPACINGS = ("arc", "rank")
+SPACINGS = ("arc", "centripetal", "rank")
 EMBEDDINGS = ("isomap", "eigenmaps")
 
 
@@ -229,7 +229,8 @@ class ManifoldGCC(Code):
        as drawn (standard GCC);
     2. **spacing**: ``"arc"`` (default), consecutive inputs get parameters whose gaps are
        proportional to the distance between them (chord-length parametrisation), warped
-       through GCC's own data points so that equal distances reproduce them; ``"rank"``,
+       through GCC's own data points so that equal distances reproduce them;
+       ``"centripetal"``, gaps proportional to the distances' square roots; ``"rank"``,
        GCC's points in the found order;
     3. **systematic** (default True): each ``alpha_k`` then moved to a distinct worker's
        point ``beta_n``, keeping the order, with the least total displacement
@@ -281,7 +282,7 @@ class ManifoldGCC(Code):
         (40 and 15 paired trials). Random stragglers are unaffected by the assignment.
     design : {"chain", "spectral", "pca", "thin-plate", "none"}, default "chain"
         How the batch is ordered, or embedded (above).
-    spacing : {"arc", "rank"}, default "arc"
+    spacing : {"arc", "centripetal", "rank"}, default "arc"
         How far apart the ordered inputs' points are (above).
     reference : array_like, optional
         Unlabelled samples shaped like inputs (M, ...), prepared once (their own
@@ -392,6 +393,8 @@ class ManifoldGCC(Code):
             sorted_alpha = base
         else:
             gaps = self._distances(flat, pairs=order)
+            if self.spacing == "centripetal":  # square roots of the chords (Catmull-Rom's choice)
+                gaps = np.sqrt(gaps)
             sorted_alpha = layout.arc_positions(gaps, base)
         if self.systematic and self.num_inputs <= self.num_workers:
             sorted_alpha = layout.snap_to(sorted_alpha, self.beta)
