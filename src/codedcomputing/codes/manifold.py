@@ -258,11 +258,11 @@ class ManifoldGCC(Code):
     ``encode(X)`` binds ``X`` and encodes; ``decode`` needs the layout, so decode with the
     bound code (:class:`~codedcomputing.runtime.CodedExecutor` does).
 
-    Measured (``coded experiment manifold``, 20 paired trials, mean MSE over standard
-    GCC's): LeNet-5 and the ViT on MNIST under random stragglers 0.17-0.30 at K = 50
-    (N = 250, S up to 60%) and 0.15-0.82 at K = 10 (N = 50), so 0.5x is missed at some S
-    for K = 10; 0.00-0.05 under contiguous stragglers (mostly the assignment's; 0.08-0.63
-    against GCC with the same assignment); 0.00-0.07 on a cubic of inputs on a curve in
+    Measured (``coded experiment manifold``, 50 paired trials, mean MSE over standard
+    GCC's): LeNet-5 and the ViT on MNIST under random stragglers 0.15-0.31 at K = 50
+    (N = 250, S up to 60%) and 0.18-0.64 at K = 10 (N = 50), so 0.5x is missed at some S
+    for K = 10; 0.00-0.04 under contiguous stragglers (mostly the assignment's; 0.13-0.64
+    against GCC with the same assignment); 0.00-0.08 on a cubic of inputs on a curve in
     R^100. The thin-plate design lost to the chain on MNIST (2.5-22x standard GCC in
     ``benchmarks/bench_manifold.py``) and won on a surface under contiguous stragglers.
 
