@@ -11,6 +11,7 @@ of N.
     python benchmarks/bench_manifold.py            # 60 trials per setting
     python benchmarks/bench_manifold.py --quick    # 12 trials, K = 10 only, smaller cost section
     python benchmarks/bench_manifold.py --tasks lenet5 curve --sizes 10
+    python benchmarks/bench_manifold.py --tasks    # the cost section only
 
 A ratio below 1 means the scheme's mean MSE is below the baseline's; the interval is over
 trials (resampled in pairs), so an interval that excludes 1 is a paired difference.
@@ -156,6 +157,17 @@ def cost(sizes, data, reference) -> None:
             times = sorted(code.bind(X).layout.seconds for _ in range(3))
             cells.append(f"{times[1]:10.3f}")
         say(f"{label:>24} " + " ".join(cells))
+    for model in ("lenet5", "vit"):  # what the layout is set against: f on the N coded inputs
+        f, cells = cc.models.numpy_function(model), []
+        for k in sizes:
+            coded = images[np.arange(5 * k) % len(images)].reshape(-1, *data.train_x.shape[1:])
+            times = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                f(coded)
+                times.append(time.perf_counter() - t0)
+            cells.append(f"{sorted(times)[1]:10.3f}")
+        say(f"{model + ' on the N inputs':>24} " + " ".join(cells) + "   (the workers' compute, one process)")
     say("\ncost: k-nearest-neighbour graph (k = 10) seconds")
     for k in sizes:
         X = images[-k:]
@@ -176,7 +188,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--trials", type=int, default=None)
-    parser.add_argument("--tasks", nargs="+", default=["lenet5", "vit", "curve", "surface"])
+    parser.add_argument(
+        "--tasks",
+        nargs="*",
+        default=["lenet5", "vit", "curve", "surface"],
+        help="none (--tasks alone) runs the cost section only",
+    )
     parser.add_argument("--sizes", nargs="+", type=int, default=None)
     parser.add_argument("--no-cost", action="store_true")
     args = parser.parse_args()

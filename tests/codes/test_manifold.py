@@ -286,6 +286,22 @@ def test_the_hull_design_fills_the_hull_and_orders_neighbours_together():
     assert np.unique(with_sites, axis=0).shape[0] == 60
 
 
+@pytest.mark.parametrize("dimensions", [2, 3])
+def test_the_hull_design_is_a_farthest_point_cover(dimensions):
+    # Greedy farthest-point selection leaves no point of its pool farther from the design
+    # than the design's own closest pair (Gonzalez): a wrong distance update breaks this.
+    from scipy.spatial import Delaunay, cKDTree
+    from scipy.stats import qmc
+
+    sites = np.random.default_rng(13).uniform(-1, 1, (12, dimensions))
+    design = layout.hull_design(sites, 40)
+    separation = np.min(layout.pairwise_distances(design) + np.diag(np.full(40, np.inf)))
+    probe = qmc.Sobol(dimensions, scramble=True, seed=5).random_base2(14) * 2 - 1
+    probe = probe[Delaunay(sites).find_simplex(probe) >= 0]
+    covering = cKDTree(design).query(probe)[0].max()
+    assert covering <= 1.25 * separation, (covering, separation)
+
+
 def test_a_permuted_batch_gets_the_permuted_sites():
     rng = np.random.default_rng(12)
     X, perm = rng.normal(size=(9, 6)), rng.permutation(9)
