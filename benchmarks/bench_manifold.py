@@ -184,6 +184,32 @@ def cost(sizes, data, reference) -> None:
         )
 
 
+def path_statistics(data, trials: int = 100) -> None:
+    """What ordering has to work with: the chain's mean step over the drawn order's, and
+    over the batch's median pairwise distance (medians over random batches). A step close
+    to the typical distance means neighbours in the batch are hardly nearer than strangers,
+    so no order makes the encoder's curve short."""
+    say(f"\nwhy: the chain's mean step (medians over {trials} random batches)")
+    images = data.test_x.reshape(len(data.test_x), -1).astype(np.float64)
+    rng = np.random.default_rng(3)
+    samplers = {"mnist": lambda draw, k: images[draw.choice(len(images), k, replace=False)]}
+    for name in ("curve", "surface"):
+        samplers[name] = manifold_task(1 if name == "curve" else 2)[0]
+    for name, sample in samplers.items():
+        for k in (10, 50):
+            rows = []
+            for _ in range(trials):
+                D = layout.pairwise_distances(sample(rng, k).reshape(k, -1))
+                step = layout.path_length(D, layout.chain_order(D)) / (k - 1)
+                drawn = layout.path_length(D, np.arange(k)) / (k - 1)
+                rows.append((step / drawn, step / np.median(D[np.triu_indices(k, 1)])))
+            over_drawn, over_typical = np.median(rows, axis=0)
+            say(
+                f"  {name:>8} K={k:<3d} step / drawn order's {over_drawn:.2f}, "
+                f"/ median distance {over_typical:.2f}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -205,6 +231,7 @@ def main() -> None:
         for name in args.tasks:
             say(f"{name} K={K}: {trials} trials ...")
             compare(name, K, trials, data, reference)
+    path_statistics(data, 30 if args.quick else 100)
     if not args.no_cost:
         cost([100] if args.quick else [100, 1000], data, reference)
 
