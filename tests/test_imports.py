@@ -33,6 +33,7 @@ LAYERS = {
     "spline": 2,
     "codes": 3,
     "testing": 4,
+    "adversaries": 4,
     "tuning": 4,
     "runtime": 5,
     "experiments": 6,

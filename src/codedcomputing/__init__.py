@@ -7,9 +7,21 @@ alive = cc.stragglers.random(50, 5, rng=0)
 est = code.decode(f(coded[alive]), alive)   # (10, ...) estimates of f(x_k)
 """
 
-from . import datasets, errors, layout, metrics, models, points, spline, stragglers, tuning
+from . import adversaries, datasets, errors, layout, metrics, models, points, spline, stragglers, tuning
 from ._version import __version__
-from .codes import BACC, CODES, GCC, LCC, Code, Decoded, ManifoldGCC, Replication, Uncoded
+from .codes import (
+    BACC,
+    CODES,
+    GCC,
+    LCC,
+    ApproxIFER,
+    Code,
+    Decoded,
+    ManifoldGCC,
+    Replication,
+    RobustGCC,
+    Uncoded,
+)
 from .errors import InsufficientResultsError, MissingResultsError, NonFiniteResultWarning
 from .runtime import (
     CodedExecutor,
@@ -25,6 +37,7 @@ __all__ = [
     "CODES",
     "GCC",
     "LCC",
+    "ApproxIFER",
     "Code",
     "CodedExecutor",
     "Decoded",
@@ -34,10 +47,12 @@ __all__ = [
     "NonFiniteResultWarning",
     "RayCluster",
     "Replication",
+    "RobustGCC",
     "SimulatedCluster",
     "ThreadCluster",
     "Uncoded",
     "__version__",
+    "adversaries",
     "datasets",
     "delays",
     "errors",

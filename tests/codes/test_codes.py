@@ -53,6 +53,8 @@ SPECS = [
     Spec("lcc-deg2", "lcc", lambda k, n: cc.LCC(k, n, degree=2), _given_n),
     Spec("uncoded", "uncoded", lambda k, n: cc.Uncoded(k), lambda k, n: k),
     Spec("replication", "replication", lambda k, n: cc.Replication(k, replicas=3), lambda k, n: 3 * k),
+    Spec("robust-gcc", "robust-gcc", lambda k, n: cc.RobustGCC(k, n, num_adversaries=1, bound=1e3), _given_n),
+    Spec("approxifer", "approxifer", lambda k, n: cc.ApproxIFER(k, n, num_adversaries=1), _given_n),
 ]
 
 ARRAYS = [

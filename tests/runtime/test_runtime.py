@@ -1032,6 +1032,8 @@ K3 = 3
 COMPLETE_CASES = {
     "gcc": (lambda: cc.GCC(K3, 7), lambda code, s: len(s) == 7),
     "bacc": (lambda: cc.BACC(K3, 7), lambda code, s: len(s) == 7),
+    "robust-gcc": (lambda: cc.RobustGCC(K3, 7, 1), lambda code, s: len(s) == 7),
+    "approxifer": (lambda: cc.ApproxIFER(K3, 7, 1), lambda code, s: len(s) == 7),
     "manifold-gcc": (lambda: cc.ManifoldGCC(K3, 7), lambda code, s: len(s) == 7),
     "lcc": (lambda: cc.LCC(K3, 7, degree=2), lambda code, s: len(s) >= (K3 - 1) * 2 + 1),
     "uncoded": (lambda: cc.Uncoded(K3), lambda code, s: len(s) == K3),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -14,6 +15,7 @@ from ..codes import Code, Decoded
 from ..errors import InsufficientResultsError, MissingResultsError
 from .clusters import Cluster, check_deadline
 from .collect import check_output_shape
+from .faults import Adversarial
 from .record import Gathered, PerWorker, WorkerRecord
 
 __all__ = ["CodedExecutor", "Report", "Result"]
@@ -127,6 +129,8 @@ class CodedExecutor:
 
     def _finish(self, code, coded, encode_s: float, wait_for, deadline) -> Result:
         gathered = self.cluster.gather(self.f, coded, wait_for, deadline, output_shape=self.output_shape)
+        if isinstance(self.cluster.faults, Adversarial) and gathered.results is not None:
+            gathered = self._attacked(code, gathered)
         start = time.perf_counter()
         try:
             if gathered.results is None:
@@ -146,6 +150,17 @@ class CodedExecutor:
             raise
         report = _report(gathered, encode_s, time.perf_counter() - start, decoded)
         return Result(estimates=decoded.estimates, alive=decoded.alive, report=report)
+
+    def _attacked(self, code, gathered: Gathered) -> Gathered:
+        """The gathered results after the cluster's colluding adversaries
+        (:class:`~codedcomputing.runtime.faults.Adversarial`); the corrupted workers are
+        added to the record's ``faults``."""
+        model = self.cluster.faults
+        corruption = model.corrupt(code, gathered.results, gathered.alive, self.cluster.rng)
+        faults = dict(gathered.workers.faults)
+        faults.update({int(n): f"adversary: {model.attack.name}" for n in corruption.workers})
+        workers = dataclasses.replace(gathered.workers, faults=faults)
+        return dataclasses.replace(gathered, results=corruption.results, workers=workers)
 
     def map(
         self, batches: Iterable, wait_for: int | None = None, deadline: float | None = None

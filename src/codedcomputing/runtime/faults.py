@@ -12,6 +12,13 @@ Kinds of fault (:data:`KINDS`):
 The first three are stragglers to the master: recorded in the run's report, never a
 crash. A model's ``sample(num_workers, rng)`` returns one call's faults as a dict
 ``{worker: kind}`` (workers without a fault are absent).
+
+Colluding adversaries (:class:`Adversarial`, any attack of :mod:`codedcomputing.adversaries`)
+see everything the master sees, the code and all returned results, so they act where those
+meet: a :class:`~codedcomputing.CodedExecutor` on a cluster with ``faults=Adversarial(...)``
+hands each call's gathered results to the attack before decoding, and the run's report
+lists the corrupted workers in ``faults`` (``"adversary: <attack>"``). A bare
+``cluster.gather`` has no code to attack and returns the honest results.
 """
 
 from __future__ import annotations
@@ -22,8 +29,9 @@ import numpy as np
 
 from .. import _arraylib
 from .._validation import check_choice, check_count, check_probability, check_rng
+from ..adversaries import Attack
 
-__all__ = ["KINDS", "FaultModel", "Fixed", "Independent", "InjectedFault", "corrupt"]
+__all__ = ["KINDS", "Adversarial", "FaultModel", "Fixed", "Independent", "InjectedFault", "corrupt"]
 
 KINDS = ("raise", "hang", "nan", "garbage")
 
@@ -94,6 +102,32 @@ class Fixed(FaultModel):
 
     def __repr__(self) -> str:
         return f"Fixed({self.faults})"
+
+
+class Adversarial(FaultModel):
+    """Colluding adversarial workers: ``attack`` (an :class:`~codedcomputing.adversaries.Attack`)
+    corrupts each call's returned results, knowing the code and who returned (module
+    docstring). ``Adversarial(cc.adversaries.Greedy(10, bound=100.0))``.
+
+    It injects nothing on the workers themselves (``sample`` is empty); the executor calls
+    :meth:`corrupt` with the cluster's generator, so runs are reproducible from the
+    cluster's seed.
+    """
+
+    def __init__(self, attack: Attack):
+        if not isinstance(attack, Attack):
+            raise ValueError(f"attack must be a codedcomputing.adversaries attack, got {attack!r}")
+        self.attack = attack
+
+    def _sample(self, num_workers, rng):
+        return {}
+
+    def corrupt(self, code, results, alive, rng):
+        """The attack on one call: a :class:`~codedcomputing.adversaries.Corruption`."""
+        return self.attack.corrupt(code, results, alive, rng)
+
+    def __repr__(self) -> str:
+        return f"Adversarial({self.attack!r})"
 
 
 def corrupt(result, kind: str, seed: int):

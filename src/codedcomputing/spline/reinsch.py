@@ -68,11 +68,13 @@ class _Smoother:
 
     _KL = _KU = 3
 
-    def __init__(self, t: np.ndarray, l: float):
+    def __init__(self, t: np.ndarray, l: float, weights: np.ndarray | None = None):
         n = t.size
         self.t = t
         self.h = np.diff(t)
         self.l = l  # sum-convention smoothing weight, n * lam
+        # Data weights w_i (all > 0 at l = 0): the g rows read w_i g_i + l (Q gamma)_i = w_i y_i.
+        self.weights = weights
         if n <= 2:
             return
         h = self.h
@@ -92,7 +94,7 @@ class _Smoother:
 
         j = np.arange(1, n - 1)
         q = (1.0 / h[j - 1], -1.0 / h[j - 1] - 1.0 / h[j], 1.0 / h[j])  # Q[j-1, j], Q[j, j], Q[j+1, j]
-        put(self.g_pos, self.g_pos, np.ones(n))
+        put(self.g_pos, self.g_pos, np.ones(n) if weights is None else weights)
         for offset, q_entry in zip((-1, 0, 1), q, strict=True):
             put(self.g_pos[j + offset], self.gamma_pos, l * q_entry)  # g rows: l Q gamma
             put(self.gamma_pos, self.g_pos[j + offset], q_entry)  # gamma rows: Q^T g
@@ -146,7 +148,7 @@ class _Smoother:
             gamma[1:-1] = self._tridiagonal_solve(self.apply_qt(y))
             return y, gamma
         rhs = np.zeros((2 * n - 2, y.shape[1]))
-        rhs[self.g_pos] = y
+        rhs[self.g_pos] = y if self.weights is None else y * self.weights[:, None]
         z = self._augmented_solve(rhs)
         gamma = np.zeros_like(y)
         gamma[1:-1] = z[self.gamma_pos]
@@ -268,16 +270,33 @@ def _sorted_problem(knots, lam):
     return t[order], order, lam
 
 
-def fit(knots, values, lam: float = 0.0) -> NaturalSpline:
+def fit(knots, values, lam: float = 0.0, weights=None) -> NaturalSpline:
     """Fit the natural cubic smoothing spline (module docstring) to ``values`` at ``knots``.
 
     ``knots`` has ``n >= 2`` distinct entries in any order; ``values`` has shape
     ``(n, ...)``. ``lam >= 0`` uses the mean convention. Cost ``O(n d)``, one
     factorisation for all ``d`` columns; computed in float64.
+
+    ``weights`` (``(n,)``, >= 0, in the knots' order) weigh the data term:
+    ``(1/n) sum_i w_i ||u(t_i) - y_i||^2 + lam * int ||u''||^2`` (scipy's
+    ``make_smoothing_spline(x, y, w, lam=n * lam)``). A zero weight leaves its point out of
+    the fit. With ``lam = 0`` the spline interpolates the points of positive weight.
     """
     t, order, lam = _sorted_problem(knots, lam)
     y = check_values(values, t.size)
     flat = y[order].reshape(t.size, -1)
+    if weights is not None:
+        w = check_real_array(weights, "weights").ravel()
+        if w.size != t.size or not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise ValueError(f"weights must be {t.size} finite numbers >= 0, got shape {w.shape}")
+        w = w[order]
+        if np.count_nonzero(w) < 2:
+            raise ValueError("weights: at least two points need a positive weight")
+        if lam == 0.0:  # the spline through the points of positive weight
+            return fit(t[w > 0], y[order][w > 0])
+        g, gamma = _Smoother(t, t.size * float(lam), w).solve(flat)
+        shape = (t.size, *y.shape[1:])
+        return NaturalSpline(t, g.reshape(shape), gamma.reshape(shape))
     g, gamma = _Smoother(t, t.size * float(lam)).solve(flat)
     shape = (t.size, *y.shape[1:])
     return NaturalSpline(t, g.reshape(shape), gamma.reshape(shape))

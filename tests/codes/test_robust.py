@@ -1,0 +1,229 @@
+"""RobustGCC, the robust smoothing schedule, and the attacks of cc.adversaries."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import codedcomputing as cc
+from codedcomputing.codes.robust import robust_lambda
+from codedcomputing.testing import check_code
+
+M = 100.0
+
+
+def smooth_case(K=9, N=200, seed=0):
+    """Sorted scalar inputs through f(x) = x sin x: ``(code, truth, honest results)``."""
+    X = np.sort(np.random.default_rng(seed).uniform(-3, 3, (K, 1)), axis=0)
+    code = cc.GCC(K, N)
+    return code, X * np.sin(X), code.encode(X) * np.sin(code.encode(X))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda k, n: cc.RobustGCC(k, n, num_adversaries=1, bound=1e3),
+        lambda k, n: cc.RobustGCC(k, n, num_adversaries=2),
+        lambda k, n: cc.RobustGCC(k, n, num_adversaries=1, bound=1e3, loss="huber"),
+        lambda k, n: cc.RobustGCC(k, n, num_adversaries=2, loss="tukey", schedule="sup"),
+    ],
+    ids=["squared", "no-bound", "huber", "tukey"],
+)
+def test_robust_gcc_passes_the_conformance_suite(make):
+    check_code(make)
+
+
+def test_the_schedule_follows_the_published_rates():
+    n = 10_000
+    # q = n^b: n^(-4/5) up to the switch (0.4 for the mean-square schedule, 1/2 for sup), then
+    # (q/n)^(4/3) or (q/n)^(6/5)
+    assert robust_lambda(0, n) == pytest.approx(n**-0.8)
+    assert robust_lambda(round(n**0.3), n) == pytest.approx(n**-0.8)
+    q = round(n**0.7)
+    assert robust_lambda(q, n) == pytest.approx((q / n) ** (4 / 3))
+    assert robust_lambda(round(n**0.45), n, "sup") == pytest.approx(n**-0.8)
+    assert robust_lambda(q, n, "sup", scale=3.0) == pytest.approx(3 * (q / n) ** 1.2)
+    code = cc.RobustGCC(5, 400, num_adversaries=50, scale=0.5)
+    assert code.lambda_dec == pytest.approx(0.5 * (50 / 400) ** (4 / 3))
+    assert cc.RobustGCC(5, 400, 50, lambda_dec=1e-6).lambda_dec == 1e-6
+    for bad, match in [({"schedule": "l1"}, "schedule"), ({"scale": 0.0}, "scale"), ({"loss": "l1"}, "loss")]:
+        with pytest.raises(ValueError, match=match):
+            cc.RobustGCC(5, 40, 2, **bad)
+    with pytest.raises(ValueError, match="num_adversaries"):
+        cc.RobustGCC(5, 40, -1)
+    with pytest.raises(ValueError, match="bound"):
+        cc.RobustGCC(5, 40, 2, bound=0.0)
+    with pytest.raises(ValueError, match="lambda_dec"):
+        cc.RobustGCC(5, 40, 2, lambda_dec=0.0)
+
+
+def test_without_adversaries_the_squared_decoder_is_the_clipped_smoothing_spline():
+    _, _, Y = smooth_case()
+    robust = cc.RobustGCC(9, 200, num_adversaries=3, bound=M, scale=1e-3)
+    alive = np.arange(200)
+    reference = cc.spline.fit(robust.beta, np.clip(Y, -M, M), robust.lambda_dec)(robust.alpha)
+    np.testing.assert_allclose(robust.decode(Y, alive), reference, atol=1e-10)
+    # the bound clips: a result beyond it counts as the bound
+    Z = Y.copy()
+    Z[100] = 1e12
+    W = Y.copy()
+    W[100] = M
+    np.testing.assert_allclose(robust.decode(Z, alive), robust.decode(W, alive), atol=1e-12)
+
+
+@pytest.mark.parametrize("attack", ["random", "concentrated", "greedy"])
+def test_the_robust_losses_beat_plain_gcc_under_bounded_attacks(attack):
+    q = 10
+    errors = {"gcc": [], "squared": [], "huber": [], "tukey": []}
+    for seed in range(4):
+        code, truth, Y = smooth_case(seed=seed)
+        alive = np.arange(200)
+        attacked = cc.adversaries.make_attack(attack, q, M).corrupt(code, Y, alive, rng=seed)
+        errors["gcc"].append(cc.metrics.mse(code.decode(attacked.results, alive), truth))
+        for loss in ("squared", "huber", "tukey"):
+            robust = cc.RobustGCC(9, 200, q, M, loss=loss, scale=1e-4)
+            errors[loss].append(cc.metrics.mse(robust.decode(attacked.results, alive), truth))
+    mean = {k: float(np.mean(v)) for k, v in errors.items()}
+    assert mean["tukey"] < 0.1 * mean["gcc"], mean
+    assert mean["huber"] < 0.1 * mean["gcc"], mean
+
+
+def test_garbage_gives_finite_estimates_and_nan_rows_are_erasures():
+    code, truth, Y = smooth_case()
+    alive = np.arange(200)
+    attacked = cc.adversaries.Garbage(20).corrupt(code, Y, alive, rng=3)
+    bad_rows = ~np.isfinite(attacked.results).all(axis=1)
+    assert bad_rows.any() and (np.abs(attacked.results[~bad_rows]) > 1e9).any()
+    for loss in ("squared", "huber", "tukey"):
+        robust = cc.RobustGCC(9, 200, 20, M, loss=loss, scale=1e-4)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            decoded = robust.decode_details(attacked.results, alive)
+        assert np.all(np.isfinite(decoded.estimates))
+        assert set(decoded.erased.tolist()) == set(alive[bad_rows].tolist())
+        assert any(issubclass(w.category, cc.NonFiniteResultWarning) for w in caught)
+        # clipping bounds the squared decoder's error by the bound; the robust losses drop them
+        assert cc.metrics.mse(decoded.estimates, truth) < (M**2 if loss == "squared" else 1.0)
+    unbounded = cc.RobustGCC(9, 200, 20, loss="tukey", scale=1e-4)  # the range from the results
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cc.NonFiniteResultWarning)
+        est = unbounded.decode(attacked.results, alive)
+    assert np.all(np.isfinite(est)) and cc.metrics.mse(est, truth) < 1.0
+
+
+def test_tukey_weights_zero_the_concentrated_liars():
+    code, _, Y = smooth_case()
+    alive = np.arange(200)
+    attacked = cc.adversaries.Concentrated(10, M).corrupt(code, Y, alive, rng=0)
+    robust = cc.RobustGCC(9, 200, 10, M, loss="tukey", scale=1e-4)
+    weights = robust.decode_details(attacked.results, alive).info["weights"]
+    order = np.argsort(robust.beta[alive])  # weights follow the sorted points
+    liars = np.isin(alive[order], attacked.workers)
+    assert np.all(weights[liars] < 1e-3)
+    assert np.mean(weights[~liars] > 0.5) > 0.8  # the honest neighbours of the stretch lose some
+
+
+def test_torch_results_keep_their_kind():
+    _, _, Y = smooth_case()
+    alive = np.arange(0, 200, 2)
+    robust = cc.RobustGCC(9, 200, 3, M, loss="huber", scale=1e-4)
+    out = robust.decode(torch.tensor(Y[alive], dtype=torch.float32), alive)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float32 and out.shape == (9, 1)
+    np.testing.assert_allclose(out.numpy(), robust.decode(Y[alive], alive), rtol=1e-5, atol=1e-5)
+
+
+# -- the attacks -------------------------------------------------------------------------------
+
+
+def test_attacks_corrupt_q_workers_within_the_bound_and_keep_the_rest():
+    code, _, Y = smooth_case(N=60)
+    alive = np.random.default_rng(0).permutation(60)[:50]
+    for name in cc.adversaries.ATTACKS:
+        attack = cc.adversaries.make_attack(name, 7, M)
+        out = attack.corrupt(code, Y[alive], alive, rng=1)
+        finite = np.isfinite(out.results).all(axis=1)
+        changed = np.flatnonzero(np.any(out.results != Y[alive], axis=1) | ~finite)
+        assert out.workers.tolist() == sorted(alive[changed].tolist()), name
+        assert out.workers.size == 7
+        if attack.bounded:
+            assert np.all(np.abs(out.results) <= M)
+        again = attack.corrupt(code, Y[alive], alive, rng=1)  # seeded
+        np.testing.assert_array_equal(again.results, out.results)
+    # q beyond the returned workers: all of them
+    assert cc.adversaries.Random(80, M).corrupt(code, Y[alive], alive, rng=0).workers.size == 50
+    assert cc.adversaries.Random(0, M).corrupt(code, Y[alive], alive, rng=0).workers.size == 0
+
+
+def test_each_attack_does_what_it_says():
+    code, _, Y = smooth_case(N=101)
+    alive = np.arange(101)
+    out = cc.adversaries.Concentrated(5, M).corrupt(code, Y, alive, rng=0)
+    assert out.workers.tolist() == [48, 49, 50, 51, 52]  # around beta = 0 (worker 50)
+    assert np.all(out.results[out.workers] == M)
+    flipped = cc.adversaries.SignFlip(4).corrupt(code, Y, alive, rng=0)
+    np.testing.assert_array_equal(flipped.results[flipped.workers], -Y[flipped.workers])
+    greedy = cc.adversaries.Greedy(3, M).corrupt(code, Y, alive, rng=0)
+    lam = robust_lambda(3, 101)
+    residual = np.abs(Y - cc.spline.fit(code.beta, Y, lam)(code.beta))[:, 0]
+    assert greedy.workers[0] in np.argsort(residual)[:3].tolist() or np.argmin(residual) in greedy.workers
+    random = cc.adversaries.Random(6, M).corrupt(code, Y, alive, rng=0)
+    assert np.all(random.results[random.workers] == M)
+
+
+def test_attack_arguments_are_checked():
+    with pytest.raises(ValueError, match="bound"):
+        cc.adversaries.Random(3)
+    with pytest.raises(ValueError, match="num_adversaries"):
+        cc.adversaries.SignFlip(-2)
+    with pytest.raises(ValueError, match="attack must be one of"):
+        cc.adversaries.make_attack("flood", 3, M)
+    with pytest.raises(ValueError, match="at"):
+        cc.adversaries.Concentrated(3, M, at=2.0)
+    code, _, Y = smooth_case(N=40)
+    with pytest.raises(ValueError, match="code"):
+        cc.adversaries.Random(3, M).corrupt("gcc", Y, np.arange(40), rng=0)
+    Y[3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        cc.adversaries.Random(3, M).corrupt(code, Y, np.arange(40), rng=0)
+
+
+# -- on a cluster ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["thread", "simulated"])
+def test_the_executor_runs_with_adversarial_workers(backend):
+    K, N, q = 5, 60, 4
+    code = cc.RobustGCC(K, N, q, bound=10.0, loss="tukey", scale=1e-4)
+    faults = cc.faults.Adversarial(cc.adversaries.Concentrated(q, bound=10.0))
+    if backend == "thread":
+        cluster = cc.ThreadCluster(4, faults=faults, seed=2)
+    else:
+        cluster = cc.SimulatedCluster(faults=faults, seed=2)
+    X = np.linspace(-1, 1, K)[:, None] * np.ones((1, 3))
+    with cluster:
+        executor = cc.CodedExecutor(code, np.sin, cluster)
+        result = executor.run(X, wait_for=50)
+        plain = cc.CodedExecutor(cc.GCC(K, N), np.sin, cluster).run(X, wait_for=50)
+        streamed = list(executor.map([X, 0.5 * X], wait_for=50))
+    corrupted = [n for n, kind in result.report.faults.items() if kind == "adversary: concentrated"]
+    assert len(corrupted) == q and set(corrupted) <= set(result.alive.tolist())
+    assert cc.metrics.mse(result.estimates, np.sin(X)) < 0.1 * cc.metrics.mse(plain.estimates, np.sin(X))
+    assert all(len(r.report.faults) == q for r in streamed)
+    with pytest.raises(ValueError, match="attack"):
+        cc.faults.Adversarial("greedy")
+
+
+def test_unbounded_garbage_on_a_cluster_never_crashes_the_master():
+    code = cc.RobustGCC(5, 40, 6, loss="huber", scale=1e-4)
+    faults = cc.faults.Adversarial(cc.adversaries.Garbage(6))
+    X = np.linspace(-1, 1, 5)[:, None]
+    with cc.SimulatedCluster(faults=faults, seed=0) as cluster, warnings.catch_warnings():
+        warnings.simplefilter("ignore", cc.NonFiniteResultWarning)
+        for _ in range(5):
+            result = cc.CodedExecutor(code, np.sin, cluster).run(X)
+            assert np.all(np.isfinite(result.estimates))
+            assert math.isfinite(cc.metrics.mse(result.estimates, np.sin(X)))
