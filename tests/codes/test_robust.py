@@ -119,12 +119,12 @@ def test_tukey_weights_zero_the_concentrated_liars():
     code, _, Y = smooth_case()
     alive = np.arange(200)
     attacked = cc.adversaries.Concentrated(10, M).corrupt(code, Y, alive, rng=0)
-    robust = cc.RobustGCC(9, 200, 10, M, loss="tukey", scale=1e-4)
+    robust = cc.RobustGCC(9, 200, 10, M, loss="tukey", scale=1e-8)
     weights = robust.decode_details(attacked.results, alive).info["weights"]
     order = np.argsort(robust.beta[alive])  # weights follow the sorted points
     liars = np.isin(alive[order], attacked.workers)
     assert np.all(weights[liars] < 1e-3)
-    assert np.mean(weights[~liars] > 0.5) > 0.8  # the honest neighbours of the stretch lose some
+    assert np.mean(weights[~liars] > 0.5) > 0.95
 
 
 def test_torch_results_keep_their_kind():
@@ -133,7 +133,7 @@ def test_torch_results_keep_their_kind():
     robust = cc.RobustGCC(9, 200, 3, M, loss="huber", scale=1e-4)
     out = robust.decode(torch.tensor(Y[alive], dtype=torch.float32), alive)
     assert isinstance(out, torch.Tensor) and out.dtype == torch.float32 and out.shape == (9, 1)
-    np.testing.assert_allclose(out.numpy(), robust.decode(Y[alive], alive), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out.numpy(), robust.decode(Y[alive], alive), rtol=1e-3, atol=1e-4)
 
 
 # -- the attacks -------------------------------------------------------------------------------

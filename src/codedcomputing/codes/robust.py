@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.ndimage import median_filter
 
 from .. import _arraylib
 from .._validation import check_choice, check_count, check_number
@@ -13,14 +14,21 @@ from ..spline import fit
 from ..spline.reinsch import _Stencil
 from .gcc import GCC
 
-__all__ = ["LOSSES", "SCHEDULES", "RobustGCC", "robust_lambda"]
+__all__ = ["LOSSES", "SCHEDULES", "STARTS", "RobustGCC", "robust_lambda"]
 
 SCHEDULES = ("mse", "sup")
 LOSSES = ("squared", "huber", "tukey")
+STARTS = ("median", "spline")
 
 # Tuning constants of the robust losses, in units of the residuals' robust scale (the usual
 # 95%-efficiency choices for normal noise).
 HUBER_C, TUKEY_C = 1.345, 4.685
+# The reweighting's scale is at least this fraction of the results' own spread.
+SPREAD_FLOOR = 1e-3
+# The schedule's constant by loss: smoothing over the liars (squared) against down-weighting
+# them and fitting the rest closely (Huber, Tukey). Measured by `coded experiment adversarial`'s
+# calibration on f(x) = x sin x (README, "Adversarial workers").
+DEFAULT_SCALES = {"squared": 1.0, "huber": 1e-8, "tukey": 1e-8}
 
 
 def robust_lambda(num_adversaries: int, num_points: int, schedule: str = "mse", scale: float = 1.0) -> float:
@@ -65,15 +73,25 @@ class RobustGCC(GCC):
        default :func:`robust_lambda` of ``(q, N)``; mean convention), a linear map per alive
        set, cached and applied by banded solves or by the map (GCC's
        :class:`~codedcomputing.spline.SplineDecoder`);
-    3. ``loss="huber"`` or ``"tukey"``: that spline, then ``iterations`` reweighted fits
-       (iteratively reweighted least squares): each returned worker's residual ``r_i`` (the
-       RMS over output coordinates of ``y_i - u(beta_i)``), the robust scale ``s = 1.4826
-       median(r)``, weights ``min(1, c s / r)`` (Huber, ``c = 1.345``) or ``(1 - (r / c
-       s)^2)^2`` when ``r < c s`` and 0 beyond (Tukey's biweight, ``c = 4.685``), one weighted
-       smoothing spline (:func:`codedcomputing.spline.fit` with ``weights``) per iteration:
-       ``O(iterations N d)``. A worker's weight is shared by its output coordinates (a
-       worker lies or does not). Each call's final weights are in
-       ``decode_details(Y, alive).info["weights"]``.
+    3. ``loss="huber"`` or ``"tukey"``: reweighted fits (iteratively reweighted least
+       squares) from a robust start. The start (``start="median"``, the default) is each
+       output coordinate's running median over windows of ``2q + 1`` neighbouring results
+       (by their points): a window holds at most ``q`` liars, so its median lies within the
+       honest values' range, whatever the liars report; ``start="spline"`` starts from the
+       step-2 spline instead. Each returned worker's residual ``r_i`` (the RMS over output
+       coordinates of ``y_i`` minus the current fit) gives the weight ``min(1, c s / r_i)``
+       (Huber, ``c = 1.345``) or ``(1 - (r_i / c s)^2)^2`` when ``r_i < c s`` and 0 beyond
+       (Tukey's biweight, ``c = 4.685``), with the robust scale ``s = 1.4826 median(r)`` of
+       the start's residuals (at least 1e-3 of the results' own median absolute deviation:
+       a deterministic ``f`` leaves honest residuals near 0), kept fixed so that an honest
+       result rejected at the start returns once the fit follows its neighbours. Then one
+       weighted smoothing spline (:func:`codedcomputing.spline.fit` with ``weights``) per
+       iteration, up to
+       ``iterations``: ``O(N q d)`` for the start and ``O(iterations N d)`` for the fits. A
+       worker's weight is shared by its output coordinates (a worker lies or does not).
+       Each call's final weights are in ``decode_details(Y, alive).info["weights"]``.
+       Because the liars are down-weighted rather than smoothed over, these losses want a
+       far smaller lambda than the squared one (a smaller ``scale``).
 
     The results are decoded in float64 on the host and returned in ``Y``'s type, dtype and
     device.
@@ -95,10 +113,13 @@ class RobustGCC(GCC):
         scale)``.
     schedule : {"mse", "sup"}, default "mse"
         Which schedule sets the default ``lambda_dec`` (:func:`robust_lambda`).
-    scale : float, default 1.0
-        The schedule's constant.
+    scale : float, optional
+        The schedule's constant; default 1 for the squared loss and 1e-8 for Huber and
+        Tukey (``DEFAULT_SCALES``).
     loss : {"squared", "huber", "tukey"}, default "squared"
         The decoder's loss (step 2 or 3).
+    start : {"median", "spline"}, default "median"
+        Where the reweighting of the Huber and Tukey losses starts (step 3).
     iterations : int, default 5
         Reweighted fits for the Huber and Tukey losses.
     lambda_enc, points, alpha, beta, assignment
@@ -139,8 +160,9 @@ class RobustGCC(GCC):
         *,
         lambda_dec: float | None = None,
         schedule: str = "mse",
-        scale: float = 1.0,
+        scale: float | None = None,
         loss: str = "squared",
+        start: str = "median",
         iterations: int = 5,
         lambda_enc: float = 0.0,
         points: str = "chebyshev",
@@ -151,8 +173,11 @@ class RobustGCC(GCC):
         self.num_adversaries = check_count(num_adversaries, "num_adversaries", 0)
         self.bound = None if bound is None else check_number(bound, "bound", low=0.0, low_open=True)
         self.schedule = check_choice(schedule, "schedule", SCHEDULES)
-        self.scale = check_number(scale, "scale", low=0.0, low_open=True)
         self.loss = check_choice(loss, "loss", LOSSES)
+        self._scale_given = scale
+        scale = DEFAULT_SCALES[self.loss] if scale is None else scale
+        self.scale = check_number(scale, "scale", low=0.0, low_open=True)
+        self.start = check_choice(start, "start", STARTS)
         self.iterations = check_count(iterations, "iterations", 1, 100)
         num_workers = check_count(num_workers, "num_workers", self.min_workers)
         if lambda_dec is None:
@@ -178,7 +203,7 @@ class RobustGCC(GCC):
 
     def get_params(self) -> dict:
         params = super().get_params()
-        params["lambda_dec"] = self._lambda_given
+        params["lambda_dec"], params["scale"] = self._lambda_given, self._scale_given
         return params
 
     @property
@@ -227,14 +252,32 @@ class RobustGCC(GCC):
 
     def _reweighted(self, knots: np.ndarray, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Iteratively reweighted smoothing splines (step 3): the estimates at ``alpha`` and
-        the final weights (in the order of ``knots``)."""
+        the final weights (in the order of ``knots``, sorted)."""
         lam, d = self._lambda_dec, max(flat.shape[1], 1)
-        weights = np.ones(knots.size)
-        spline = fit(knots, flat, lam)
-        floor = 1e-12 * max(float(np.abs(flat).max(initial=0.0)), 1e-300)
+        n, q = knots.size, self.num_adversaries
+        if flat.shape[1] == 0:  # nothing to fit
+            return np.zeros((self.num_inputs, 0)), np.ones(n)
+        unit = float(np.abs(flat).max(initial=0.0))  # everything below is scale-invariant:
+        if unit > 0 and np.isfinite(unit):  # work in units of the largest result (no overflow)
+            estimates, weights = self._reweighted(knots, flat / unit) if unit != 1.0 else (None, None)
+            if estimates is not None:
+                return estimates * unit, weights
+        if self.start == "median" and q > 0 and n > 2 * q + 1:
+            # each window of 2q + 1 neighbours holds at most q liars: its median is honest-ish
+            start = median_filter(flat, size=(2 * q + 1, 1), mode="nearest")
+        else:
+            start = fit(knots, flat, lam)(knots)
+        weights = np.ones(n)
+        residual = np.linalg.norm(flat - start, axis=1) / math.sqrt(d)
+        # The scale: the start's residuals' robust spread, at least SPREAD_FLOOR of the results'
+        # own (their median absolute deviation): a deterministic f leaves the honest
+        # residuals near 0, and a scale of 0 would reject every result not fitted exactly.
+        values = np.sqrt(np.mean(np.median(np.abs(flat - np.median(flat, axis=0)), axis=0) ** 2))
+        largest = float(np.abs(flat).max(initial=0.0))
+        floor = max(SPREAD_FLOOR * 1.4826 * float(values), 1e-12 * largest, 1e-300)
+        spread = max(1.4826 * float(np.median(residual)), floor)  # fixed from the start on
+        spline = None
         for _ in range(self.iterations):
-            residual = np.linalg.norm(flat - spline(knots), axis=1) / math.sqrt(d)
-            spread = max(1.4826 * float(np.median(residual)), floor)
             ratio = residual / spread
             if self.loss == "huber":
                 new = np.minimum(1.0, HUBER_C / np.maximum(ratio, 1e-300))
@@ -242,11 +285,14 @@ class RobustGCC(GCC):
                 new = np.clip(1.0 - (ratio / TUKEY_C) ** 2, 0.0, None) ** 2
             if np.count_nonzero(new) < 2:  # nothing left to fit: keep the last weights
                 break
-            if np.allclose(new, weights, rtol=0.0, atol=1e-6):
-                weights = new
+            if spline is not None and np.allclose(new, weights, rtol=0.0, atol=1e-6):
                 break
             weights = new
             spline = fit(knots, flat, lam, weights)
+            residual = np.linalg.norm(flat - spline(knots), axis=1) / math.sqrt(d)  # at every knot
+        if spline is None:
+            spline = fit(knots, flat, lam)
+        # the spline's knots: the points of positive weight (zero weights leave theirs out)
         stencil = _Stencil.build(spline.knots, self.alpha)
         shape = spline.values.shape
         values = spline.values.reshape(shape[0], -1)

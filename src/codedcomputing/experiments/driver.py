@@ -13,12 +13,14 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from . import latency, manifold, polynomial, rates, stragglers
+from . import adversarial, latency, manifold, polynomial, rates, stragglers
 from .records import Headline, figure_dir, output_dir, read_csv, write_csv
 
 __all__ = ["EXPERIMENTS", "NotAnExperimentCSV", "experiment_of", "headline_table", "redraw", "run_experiment"]
 
-EXPERIMENTS = {module.NAME: module for module in (stragglers, polynomial, rates, latency, manifold)}
+EXPERIMENTS = {
+    module.NAME: module for module in (stragglers, polynomial, rates, latency, manifold, adversarial)
+}
 
 
 class NotAnExperimentCSV(ValueError):
@@ -44,7 +46,7 @@ def run_experiment(
     out_dir = output_dir(out_dir)
     rows = module.run(module.QUICK if quick else module.Config(), seed, progress=progress)
     paths = [write_csv(rows, out_dir / f"{name}.csv")]
-    derived = getattr(module, "derived", None)  # optional: only rates has derived tables
+    derived = getattr(module, "derived", None)  # optional: rates and adversarial have derived tables
     if derived is not None:
         paths += [write_csv(table, out_dir / f"{stem}.csv") for stem, table in derived(rows).items()]
     paths += module.plot(rows, out_dir)

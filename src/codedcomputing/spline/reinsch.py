@@ -294,6 +294,9 @@ def fit(knots, values, lam: float = 0.0, weights=None) -> NaturalSpline:
             raise ValueError("weights: at least two points need a positive weight")
         if lam == 0.0:  # the spline through the points of positive weight
             return fit(t[w > 0], y[order][w > 0])
+        if np.count_nonzero(w) < w.size:  # the same minimiser without them, better conditioned:
+            keep = w > 0  # (1/n) sum_{w > 0} ... + lam J = (m/n) [(1/m) sum ... + (n/m) lam J]
+            return fit(t[keep], y[order][keep], lam * t.size / np.count_nonzero(keep), w[keep])
         g, gamma = _Smoother(t, t.size * float(lam), w).solve(flat)
         shape = (t.size, *y.shape[1:])
         return NaturalSpline(t, g.reshape(shape), gamma.reshape(shape))
