@@ -43,7 +43,7 @@ from ..errors import NonFiniteResultWarning
 from .records import Headline, band_note, means, pyplot, save_figure, summarise
 
 NAME = "adversarial"
-SUMMARY = "robust GCC: MSE against N (50 to 2000) with q = ceil(N^a) adversaries, every attack; fitted slopes"
+SUMMARY = "robust GCC: MSE against N with q = ceil(N^a) liars, every attack; slopes"
 FUNCTIONS = ("xsinx", "lenet5")
 ATTACKS = tuple(adversaries.ATTACKS)
 ROBUST = ("robust-gcc", "robust-gcc-huber", "robust-gcc-tukey")
