@@ -38,3 +38,13 @@ def test_readme_starts_with_the_two_set_up_and_run_commands():
     blocks = re.findall(r"```bash\n(.*?)\n```", README, re.S)
     assert blocks[0].startswith("python3 -m venv .venv") and blocks[0].endswith("coded demo")
     assert blocks[1].startswith("python3 -m venv .venv") and "pytest" in blocks[1]
+
+
+def test_adversarial_example_runs_and_the_robust_decoder_beats_the_liars():
+    """The README's RobustGCC block runs; its estimates are close despite ten liars at M."""
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", README, re.S) if "RobustGCC" in b]
+    names: dict = {}
+    exec(compile(block, "README.md", "exec"), names)
+    X, est = names["X"], names["est"]
+    assert names["attacked"].workers.size == 10
+    assert float(np.mean((est - X * np.sin(X)) ** 2)) < 1e-2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 
@@ -10,7 +11,7 @@ import pytest
 import torch
 
 import codedcomputing as cc
-from codedcomputing.codes.robust import robust_lambda
+from codedcomputing.codes.robust import block_medians, robust_lambda
 from codedcomputing.testing import check_code
 
 M = 100.0
@@ -50,7 +51,8 @@ def test_the_schedule_follows_the_published_rates():
     code = cc.RobustGCC(5, 400, num_adversaries=50, scale=0.5)
     assert code.lambda_dec == pytest.approx(0.5 * (50 / 400) ** (4 / 3))
     assert cc.RobustGCC(5, 400, 50, lambda_dec=1e-6).lambda_dec == 1e-6
-    for bad, match in [({"schedule": "l1"}, "schedule"), ({"scale": 0.0}, "scale"), ({"loss": "l1"}, "loss")]:
+    bad_options = [({"schedule": "l1"}, "schedule"), ({"scale": -1.0}, "scale"), ({"loss": "l1"}, "loss")]
+    for bad, match in bad_options:
         with pytest.raises(ValueError, match=match):
             cc.RobustGCC(5, 40, 2, **bad)
     with pytest.raises(ValueError, match="num_adversaries"):
@@ -58,7 +60,7 @@ def test_the_schedule_follows_the_published_rates():
     with pytest.raises(ValueError, match="bound"):
         cc.RobustGCC(5, 40, 2, bound=0.0)
     with pytest.raises(ValueError, match="lambda_dec"):
-        cc.RobustGCC(5, 40, 2, lambda_dec=0.0)
+        cc.RobustGCC(5, 40, 2, lambda_dec=-1e-3)
 
 
 def test_without_adversaries_the_squared_decoder_is_the_clipped_smoothing_spline():
@@ -113,6 +115,24 @@ def test_garbage_gives_finite_estimates_and_nan_rows_are_erasures():
         warnings.simplefilter("ignore", cc.NonFiniteResultWarning)
         est = unbounded.decode(attacked.results, alive)
     assert np.all(np.isfinite(est)) and cc.metrics.mse(est, truth) < 1.0
+
+
+@pytest.mark.parametrize(("n", "size"), [(200, 21), (50, 7), (43, 21), (101, 50), (30, 30)])
+def test_block_medians_join_each_blocks_median_and_stay_within_its_honest_range(n, size):
+    rng = np.random.default_rng(n)
+    knots = np.sort(rng.uniform(-1, 1, n))
+    values = np.c_[np.sin(3 * knots), knots**2]
+    liars = rng.choice(n, (size - 1) // 2, replace=False)  # at most (size - 1) / 2 in all
+    corrupted = values.copy()
+    corrupted[liars] = 1e6
+    out = block_medians(knots, corrupted, size)
+    blocks = max(n // size, 1)
+    edges = [*range(0, blocks * size, size), n]
+    centres = [knots[a:b].mean() for a, b in itertools.pairwise(edges)]
+    medians = np.array([np.median(corrupted[a:b], axis=0) for a, b in itertools.pairwise(edges)])
+    expected = np.stack([np.interp(knots, centres, medians[:, j]) for j in range(2)], axis=1)
+    np.testing.assert_allclose(out, expected, atol=1e-12)
+    assert np.all(np.abs(out) <= np.abs(values).max())  # the liars never lift the start
 
 
 def test_tukey_weights_zero_the_concentrated_liars():

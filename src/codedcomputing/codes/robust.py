@@ -6,15 +6,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.ndimage import median_filter
 
 from .. import _arraylib
 from .._validation import check_choice, check_count, check_number
-from ..spline import fit
-from ..spline.reinsch import _Stencil
+from ..spline.reinsch import _Smoother, _Stencil
 from .gcc import GCC
 
-__all__ = ["LOSSES", "SCHEDULES", "STARTS", "RobustGCC", "robust_lambda"]
+__all__ = ["LOSSES", "SCHEDULES", "STARTS", "RobustGCC", "block_medians", "robust_lambda"]
 
 SCHEDULES = ("mse", "sup")
 LOSSES = ("squared", "huber", "tukey")
@@ -25,10 +23,14 @@ STARTS = ("median", "spline")
 HUBER_C, TUKEY_C = 1.345, 4.685
 # The reweighting's scale is at least this fraction of the results' own spread.
 SPREAD_FLOOR = 1e-3
+# Tukey's loss rejects (weight 0) at most REJECT_FACTOR * q results, those farthest from the
+# fit; others beyond its cut keep SPARED_WEIGHT: with at most q liars, a steep stretch of
+# honest results must not be cut out wholesale.
+REJECT_FACTOR, SPARED_WEIGHT = 2, 1e-3
 # The schedule's constant by loss: smoothing over the liars (squared) against down-weighting
 # them and fitting the rest closely (Huber, Tukey). Measured by `coded experiment adversarial`'s
 # calibration on f(x) = x sin x (README, "Adversarial workers").
-DEFAULT_SCALES = {"squared": 1.0, "huber": 1e-8, "tukey": 1e-8}
+DEFAULT_SCALES = {"squared": 1.0, "huber": 1e-8, "tukey": 0.0}
 
 
 def robust_lambda(num_adversaries: int, num_points: int, schedule: str = "mse", scale: float = 1.0) -> float:
@@ -50,7 +52,7 @@ def robust_lambda(num_adversaries: int, num_points: int, schedule: str = "mse", 
     q = check_count(num_adversaries, "num_adversaries", 0)
     n = check_count(num_points, "num_points", 2)
     schedule = check_choice(schedule, "schedule", SCHEDULES)
-    scale = check_number(scale, "scale", low=0.0, low_open=True)
+    scale = check_number(scale, "scale", low=0.0)
     b = math.log(q) / math.log(n) if q >= 1 else 0.0
     switch, power = (0.4, 4.0 / 3.0) if schedule == "mse" else (0.5, 6.0 / 5.0)
     lam = n ** (-0.8) if b <= switch else (q / n) ** power
@@ -75,21 +77,24 @@ class RobustGCC(GCC):
        :class:`~codedcomputing.spline.SplineDecoder`);
     3. ``loss="huber"`` or ``"tukey"``: reweighted fits (iteratively reweighted least
        squares) from a robust start. The start (``start="median"``, the default) is each
-       output coordinate's running median over windows of ``2q + 1`` neighbouring results
-       (by their points): a window holds at most ``q`` liars, so its median lies within the
-       honest values' range, whatever the liars report; ``start="spline"`` starts from the
-       step-2 spline instead. Each returned worker's residual ``r_i`` (the RMS over output
+       output coordinate's median over blocks of ``2q + 1`` neighbouring results (by their
+       points), joined linearly between the blocks' centres (:func:`block_medians`): a block
+       holds at most ``q`` liars, so its median lies within its honest values' range,
+       whatever the liars report; ``start="spline"`` starts from the smoothing spline with
+       the schedule's lambda instead. Each returned worker's residual ``r_i`` (the RMS over output
        coordinates of ``y_i`` minus the current fit) gives the weight ``min(1, c s / r_i)``
        (Huber, ``c = 1.345``) or ``(1 - (r_i / c s)^2)^2`` when ``r_i < c s`` and 0 beyond
        (Tukey's biweight, ``c = 4.685``), with the robust scale ``s = 1.4826 median(r)`` of
-       the start's residuals (at least 1e-3 of the results' own median absolute deviation:
-       a deterministic ``f`` leaves honest residuals near 0), kept fixed so that an honest
+       the start's residuals (at least 1e-3 of the start's own range: a deterministic
+       ``f`` leaves honest residuals near 0), kept fixed so that an honest
        result rejected at the start returns once the fit follows its neighbours. Then one
        weighted smoothing spline (:func:`codedcomputing.spline.fit` with ``weights``) per
-       iteration, up to
-       ``iterations``: ``O(N q d)`` for the start and ``O(iterations N d)`` for the fits. A
+       iteration, up to ``iterations``: ``O(N d)`` for the start and for each fit. A
        worker's weight is shared by its output coordinates (a worker lies or does not).
-       Each call's final weights are in ``decode_details(Y, alive).info["weights"]``.
+       Tukey's loss gives weight 0 to at most ``2q`` results (those farthest from the fit;
+       others beyond its cut keep a weight of 1e-3): with at most ``q`` liars, a steep
+       stretch of honest results is not cut out wholesale. Each call's final weights are in
+       ``decode_details(Y, alive).info["weights"]``.
        Because the liars are down-weighted rather than smoothed over, these losses want a
        far smaller lambda than the squared one (a smaller ``scale``).
 
@@ -109,13 +114,15 @@ class RobustGCC(GCC):
         M > 0: no honest result exceeds it in magnitude, and corrupted ones are clipped to
         it. None: the range is set from the results (step 1).
     lambda_dec : float, optional
-        The decoder's lambda (mean convention), > 0; default ``robust_lambda(q, N, schedule,
-        scale)``.
+        The decoder's lambda (mean convention), >= 0; default ``robust_lambda(q, N, schedule,
+        scale)``. With ``lambda_dec = 0`` the Tukey loss interpolates the results it keeps
+        (the squared and Huber losses then interpolate every result: no protection).
     schedule : {"mse", "sup"}, default "mse"
         Which schedule sets the default ``lambda_dec`` (:func:`robust_lambda`).
     scale : float, optional
-        The schedule's constant; default 1 for the squared loss and 1e-8 for Huber and
-        Tukey (``DEFAULT_SCALES``).
+        The schedule's constant, >= 0; default 1 for the squared loss, 1e-8 for Huber and 0
+        for Tukey (``DEFAULT_SCALES``: a deterministic ``f`` leaves nothing to smooth once
+        the liars weigh nothing; noisy honest results want a positive one).
     loss : {"squared", "huber", "tukey"}, default "squared"
         The decoder's loss (step 2 or 3).
     start : {"median", "spline"}, default "median"
@@ -176,7 +183,7 @@ class RobustGCC(GCC):
         self.loss = check_choice(loss, "loss", LOSSES)
         self._scale_given = scale
         scale = DEFAULT_SCALES[self.loss] if scale is None else scale
-        self.scale = check_number(scale, "scale", low=0.0, low_open=True)
+        self.scale = check_number(scale, "scale", low=0.0)
         self.start = check_choice(start, "start", STARTS)
         self.iterations = check_count(iterations, "iterations", 1, 100)
         num_workers = check_count(num_workers, "num_workers", self.min_workers)
@@ -185,9 +192,9 @@ class RobustGCC(GCC):
         else:
             if isinstance(lambda_dec, str):
                 raise ValueError(
-                    f"lambda_dec must be a number > 0 or None (the schedule), got {lambda_dec!r}"
+                    f"lambda_dec must be a number >= 0 or None (the schedule), got {lambda_dec!r}"
                 )
-            lam = check_number(lambda_dec, "lambda_dec", low=0.0, low_open=True)
+            lam = check_number(lambda_dec, "lambda_dec", low=0.0)
         self._lambda_given = lambda_dec
         super().__init__(
             num_inputs,
@@ -258,43 +265,86 @@ class RobustGCC(GCC):
         if flat.shape[1] == 0:  # nothing to fit
             return np.zeros((self.num_inputs, 0)), np.ones(n)
         unit = float(np.abs(flat).max(initial=0.0))  # everything below is scale-invariant:
-        if unit > 0 and np.isfinite(unit):  # work in units of the largest result (no overflow)
-            estimates, weights = self._reweighted(knots, flat / unit) if unit != 1.0 else (None, None)
-            if estimates is not None:
-                return estimates * unit, weights
-        if self.start == "median" and q > 0 and n > 2 * q + 1:
-            # each window of 2q + 1 neighbours holds at most q liars: its median is honest-ish
-            start = median_filter(flat, size=(2 * q + 1, 1), mode="nearest")
+        if unit > 0 and np.isfinite(unit) and unit != 1.0:  # in units of the largest result
+            estimates, weights = self._reweighted(knots, flat / unit)
+            return estimates * unit, weights
+        if self.start == "median" and q > 0 and n >= 2 * (2 * q + 1):
+            start = block_medians(knots, flat, 2 * q + 1)
         else:
-            start = fit(knots, flat, lam)(knots)
-        weights = np.ones(n)
+            start = _spline_at(knots, flat, max(lam, self._start_lambda), np.ones(n), knots)
         residual = np.linalg.norm(flat - start, axis=1) / math.sqrt(d)
-        # The scale: the start's residuals' robust spread, at least SPREAD_FLOOR of the results'
-        # own (their median absolute deviation): a deterministic f leaves the honest
-        # residuals near 0, and a scale of 0 would reject every result not fitted exactly.
-        values = np.sqrt(np.mean(np.median(np.abs(flat - np.median(flat, axis=0)), axis=0) ** 2))
-        largest = float(np.abs(flat).max(initial=0.0))
-        floor = max(SPREAD_FLOOR * 1.4826 * float(values), 1e-12 * largest, 1e-300)
+        # The scale: the start's residuals' robust spread, at least SPREAD_FLOOR of the start's
+        # own range (RMS over coordinates; the start is robust): a deterministic f leaves the
+        # honest residuals near 0, and a scale of 0 would reject every result not fitted exactly.
+        extent = np.sqrt(np.mean((start.max(axis=0) - start.min(axis=0)) ** 2))
+        floor = max(SPREAD_FLOOR * float(extent), 1e-12)
         spread = max(1.4826 * float(np.median(residual)), floor)  # fixed from the start on
-        spline = None
+        weights, estimates = None, None
+        points = np.r_[knots, self.alpha]  # one fit gives the residuals and the estimates
         for _ in range(self.iterations):
             ratio = residual / spread
             if self.loss == "huber":
                 new = np.minimum(1.0, HUBER_C / np.maximum(ratio, 1e-300))
             else:
                 new = np.clip(1.0 - (ratio / TUKEY_C) ** 2, 0.0, None) ** 2
+                rejected = np.flatnonzero(new == 0.0)
+                if rejected.size > REJECT_FACTOR * q:  # at most q liars: keep the rest, lightly
+                    spared = rejected[np.argsort(-residual[rejected], kind="stable")[REJECT_FACTOR * q :]]
+                    new[spared] = SPARED_WEIGHT
             if np.count_nonzero(new) < 2:  # nothing left to fit: keep the last weights
                 break
-            if spline is not None and np.allclose(new, weights, rtol=0.0, atol=1e-6):
+            if weights is not None and (
+                np.array_equal(new > 0, weights > 0)  # at lambda = 0 only the support counts
+                if lam == 0.0
+                else np.allclose(new, weights, rtol=0.0, atol=1e-6)
+            ):
                 break
             weights = new
-            spline = fit(knots, flat, lam, weights)
-            residual = np.linalg.norm(flat - spline(knots), axis=1) / math.sqrt(d)  # at every knot
-        if spline is None:
-            spline = fit(knots, flat, lam)
-        # the spline's knots: the points of positive weight (zero weights leave theirs out)
-        stencil = _Stencil.build(spline.knots, self.alpha)
-        shape = spline.values.shape
-        values = spline.values.reshape(shape[0], -1)
-        gamma = spline.second_derivatives.reshape(shape[0], -1)
-        return stencil.apply(values, gamma), weights
+            both = _spline_at(knots, flat, lam, weights, points)
+            estimates = both[n:]
+            residual = np.linalg.norm(flat - both[:n], axis=1) / math.sqrt(d)
+        if weights is None:
+            weights = np.ones(n)
+            estimates = _spline_at(knots, flat, lam, weights, self.alpha)
+        return estimates, weights
+
+    @property
+    def _start_lambda(self) -> float:
+        """The smoothing of the spline start (``start="spline"``): the schedule's own lambda."""
+        return robust_lambda(self.num_adversaries, self.num_workers, self.schedule)
+
+
+def block_medians(knots: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """A robust local level of ``values`` (``(n, d)``, at sorted ``knots``): the coordinate-wise
+    median of each block of ``size`` consecutive results (the last block takes the rest),
+    placed at the block's mean knot and joined linearly (held beyond the outer blocks).
+    With at most ``(size - 1) / 2`` corrupted results in all, every block's median lies
+    within its honest values' range. ``O(n d)``."""
+    n = knots.size
+    blocks = max(n // size, 1)
+    head = (blocks - 1) * size  # blocks of exactly `size`, then the last one with the rest
+    d = values.shape[1]
+    centres = np.r_[knots[:head].reshape(blocks - 1, size).mean(axis=1), knots[head:].mean()]
+    full = np.median(values[:head].reshape(blocks - 1, size, d), axis=1)
+    medians = np.concatenate([full, np.median(values[head:], axis=0)[None]])
+    if blocks == 1:
+        return np.repeat(medians, n, axis=0)
+    where = np.clip(np.searchsorted(centres, knots) - 1, 0, blocks - 2)
+    share = np.clip((knots - centres[where]) / (centres[where + 1] - centres[where]), 0.0, 1.0)[:, None]
+    return (1.0 - share) * medians[where] + share * medians[where + 1]
+
+
+def _spline_at(knots: np.ndarray, values: np.ndarray, lam: float, weights: np.ndarray, points: np.ndarray):
+    """The weighted smoothing spline of ``values`` (``(n, d)`` float64 at sorted, distinct
+    ``knots``) at ``points``: :func:`codedcomputing.spline.fit` without its checks (the
+    decoder's inner loop). Zero weights leave their knots out; at ``lam = 0`` the spline
+    interpolates the rest."""
+    keep = weights > 0
+    if not keep.all():
+        lam = lam * knots.size / np.count_nonzero(keep)
+        knots, values, weights = knots[keep], values[keep], weights[keep]
+    if knots.size == 2 or lam == 0.0:
+        g, gamma = _Smoother(knots, 0.0).solve(values)
+    else:
+        g, gamma = _Smoother(knots, knots.size * lam, weights).solve(values)
+    return _Stencil.build(knots, points).apply(g, gamma)

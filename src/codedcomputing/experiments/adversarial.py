@@ -13,8 +13,8 @@ MSE against ``f(x_k)`` and the master's decode time:
   to ``approxifer_max_workers`` (its master cost grows like ``N (K + q)^2`` per output).
 
 The schedule's constant (``scale``) is tuned per function and robust loss on a calibration
-run of its own seed (N = 200, q = 10, the concentrated and random attacks; a grid of powers
-of ten), and the tuned scales are written in the rows. The goal setting of the issue, N =
+run of its own seed (N = 200, q = 10, the concentrated and random attacks; 0 and the powers
+of ten from 1e-9 to 1), and the tuned scales are written in the rows. The goal setting of the issue, N =
 200 and q = 10 under the concentrated attack, is run as its own block (``exponent`` empty).
 
 Functions: ``xsinx``, f(x) = x sin x on sorted scalar inputs uniform on [-10, 10], bound M =
@@ -49,7 +49,7 @@ ATTACKS = tuple(adversaries.ATTACKS)
 ROBUST = ("robust-gcc", "robust-gcc-huber", "robust-gcc-tukey")
 SCHEMES = ("gcc", "bacc", *ROBUST, "approxifer")
 LOSS = {"robust-gcc": "squared", "robust-gcc-huber": "huber", "robust-gcc-tukey": "tukey"}
-SCALES = tuple(10.0**p for p in range(-9, 1))  # the calibration grid of the schedule's constant
+SCALES = (0.0, *(10.0**p for p in range(-9, 1)))  # the calibration grid of the schedule's constant
 GOAL = (200, 10)  # (N, q) of the goal setting
 COLUMNS = (
     "function",
