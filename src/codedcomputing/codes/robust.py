@@ -28,8 +28,9 @@ SPREAD_FLOOR = 1e-3
 # honest results must not be cut out wholesale.
 REJECT_FACTOR, SPARED_WEIGHT = 2, 1e-3
 # The schedule's constant by loss: smoothing over the liars (squared) against down-weighting
-# them and fitting the rest closely (Huber, Tukey). Measured by `coded experiment adversarial`'s
-# calibration on f(x) = x sin x (README, "Adversarial workers").
+# them and fitting the rest closely (Huber, Tukey). `coded experiment adversarial`'s
+# calibration (N = 200, q = 10) picked squared 1 on x sin x and 1e-8 on LeNet-5, Huber 1e-4
+# and 1e-8, Tukey 0 on both (README, "Adversarial workers").
 DEFAULT_SCALES = {"squared": 1.0, "huber": 1e-8, "tukey": 0.0}
 
 
@@ -100,6 +101,13 @@ class RobustGCC(GCC):
 
     The results are decoded in float64 on the host and returned in ``Y``'s type, dtype and
     device.
+
+    Measured (``coded experiment adversarial``, K = 9, N = 50 to 2000, q = ceil(N^a), five
+    attacks, x sin x and LeNet-5): the Tukey loss's MSE falls with N at least as fast as
+    (q/N)^(6/5) for every a and attack, and at N = 200, q = 10 concentrated liars it is
+    under 1/10 of plain GCC's, BACC's and the error locator's; the squared loss meets the
+    slope for 8 of 20 settings on x sin x and 17 of 20 on LeNet-5. Prefer ``loss="tukey"``
+    when honest results are exact (a deterministic ``f``).
 
     Promise (tested): inputs affine in ``alpha`` through an affine ``f`` are recovered
     exactly from any two or more honest results within the bound, as by GCC.
