@@ -31,8 +31,9 @@ def smooth_case(K=9, N=200, seed=0):
         lambda k, n: cc.RobustGCC(k, n, num_adversaries=2),
         lambda k, n: cc.RobustGCC(k, n, num_adversaries=1, bound=1e3, loss="huber"),
         lambda k, n: cc.RobustGCC(k, n, num_adversaries=2, loss="tukey", schedule="sup"),
+        lambda k, n: cc.RobustGCC(k, n, num_adversaries=1, bound=1e3, loss="median"),
     ],
-    ids=["squared", "no-bound", "huber", "tukey"],
+    ids=["squared", "no-bound", "huber", "tukey", "median"],
 )
 def test_robust_gcc_passes_the_conformance_suite(make):
     check_code(make)
@@ -119,6 +120,8 @@ def test_garbage_gives_finite_estimates_and_nan_rows_are_erasures():
 
 @pytest.mark.parametrize(("n", "size"), [(200, 21), (50, 7), (43, 21), (101, 50), (30, 30)])
 def test_block_medians_join_each_blocks_median_and_stay_within_its_honest_range(n, size):
+    from scipy.interpolate import interp1d
+
     rng = np.random.default_rng(n)
     knots = np.sort(rng.uniform(-1, 1, n))
     values = np.c_[np.sin(3 * knots), knots**2]
@@ -128,11 +131,19 @@ def test_block_medians_join_each_blocks_median_and_stay_within_its_honest_range(
     out = block_medians(knots, corrupted, size)
     blocks = max(n // size, 1)
     edges = [*range(0, blocks * size, size), n]
-    centres = [knots[a:b].mean() for a, b in itertools.pairwise(edges)]
+    centres = [np.median(knots[a:b]) for a, b in itertools.pairwise(edges)]
     medians = np.array([np.median(corrupted[a:b], axis=0) for a, b in itertools.pairwise(edges)])
-    expected = np.stack([np.interp(knots, centres, medians[:, j]) for j in range(2)], axis=1)
-    np.testing.assert_allclose(out, expected, atol=1e-12)
-    assert np.all(np.abs(out) <= np.abs(values).max())  # the liars never lift the start
+    if blocks > 1:
+        expected = interp1d(centres, medians, axis=0, fill_value="extrapolate")(knots)
+    else:
+        expected = np.repeat(medians, n, axis=0)
+    np.testing.assert_allclose(out, expected, atol=1e-9)
+    inside = (knots >= centres[0]) & (knots <= centres[-1])
+    assert np.all(np.abs(out[inside]) <= np.abs(values).max())  # the liars never lift it
+    if blocks > 1:  # lines are reproduced, beyond the outer blocks too
+        z = np.linspace(-1, 1, 7)[:, None]
+        line = block_medians(knots, 2.0 - 3.0 * knots[:, None], size, z[:, 0])
+        np.testing.assert_allclose(line, 2.0 - 3.0 * z, atol=1e-12)
 
 
 def test_tukey_weights_zero_the_concentrated_liars():

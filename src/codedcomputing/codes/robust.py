@@ -15,7 +15,7 @@ from .gcc import GCC
 __all__ = ["LOSSES", "SCHEDULES", "STARTS", "RobustGCC", "block_medians", "robust_lambda"]
 
 SCHEDULES = ("mse", "sup")
-LOSSES = ("squared", "huber", "tukey")
+LOSSES = ("squared", "huber", "tukey", "median")
 STARTS = ("median", "spline")
 
 # Tuning constants of the robust losses, in units of the residuals' robust scale (the usual
@@ -31,7 +31,7 @@ REJECT_FACTOR, SPARED_WEIGHT = 2, 1e-3
 # them and fitting the rest closely (Huber, Tukey). `coded experiment adversarial`'s
 # calibration (N = 200, q = 10) picked squared 1 on x sin x and 1e-8 on LeNet-5, Huber 1e-4
 # and 1e-8, Tukey 0 on both (README, "Adversarial workers").
-DEFAULT_SCALES = {"squared": 1.0, "huber": 1e-8, "tukey": 0.0}
+DEFAULT_SCALES = {"squared": 1.0, "huber": 1e-8, "tukey": 0.0, "median": 1.0}  # median: unused
 
 
 def robust_lambda(num_adversaries: int, num_points: int, schedule: str = "mse", scale: float = 1.0) -> float:
@@ -131,8 +131,10 @@ class RobustGCC(GCC):
         The schedule's constant, >= 0; default 1 for the squared loss, 1e-8 for Huber and 0
         for Tukey (``DEFAULT_SCALES``: a deterministic ``f`` leaves nothing to smooth once
         the liars weigh nothing; noisy honest results want a positive one).
-    loss : {"squared", "huber", "tukey"}, default "squared"
-        The decoder's loss (step 2 or 3).
+    loss : {"squared", "huber", "tukey", "median"}, default "squared"
+        The decoder's loss (step 2 or 3), or ``"median"``: the block medians of step 3's
+        start, joined linearly and read at ``alpha`` (a median-style decoder, ``O(N d)``;
+        exact for affine results, biased where they curve).
     start : {"median", "spline"}, default "median"
         Where the reweighting of the Huber and Tukey losses starts (step 3).
     iterations : int, default 5
@@ -228,15 +230,21 @@ class RobustGCC(GCC):
 
     def promised_case(self, rng):
         X, f, alive = super().promised_case(rng)
+        q = self.num_adversaries
+        need = 2
+        if self.bound is None:  # the results' own range needs an honest majority beyond it
+            need = 3 * q + 2
+        if self.loss == "median":  # two blocks of 2q + 1, so that a line joins their medians
+            need = max(need, 2 * (2 * q + 1))
+            if need > self.num_workers:
+                return None
+        if alive.size < need:
+            alive = np.sort(rng.choice(self.num_workers, min(need, self.num_workers), replace=False))
         if self.bound is not None:  # honest results within the bound
             peak = float(np.abs(f(self.encode(X))).max())
             if peak > 0.5 * self.bound:
                 factor = 0.5 * self.bound / peak
                 return X, (lambda x: factor * f(x)), alive
-            return X, f, alive
-        need = min(self.num_workers, 3 * self.num_adversaries + 2)
-        if alive.size < need:  # the results' own range needs an honest majority beyond it
-            alive = np.sort(rng.choice(self.num_workers, need, replace=False))
         return X, f, alive
 
     def clip(self, Y):
@@ -260,6 +268,9 @@ class RobustGCC(GCC):
         info = {"lambda_dec": self._lambda_dec}
         if self.loss == "squared":
             estimates = self._decoder(alive_sorted)(flat)
+        elif self.loss == "median":
+            size = min(2 * self.num_adversaries + 1, alive.size)
+            estimates = block_medians(self.beta[alive_sorted], flat, size, self.alpha)
         else:
             estimates, info["weights"] = self._reweighted(self.beta[alive_sorted], flat)
         shape = (self.num_inputs, *tuple(Y.shape[1:]))
@@ -322,23 +333,26 @@ class RobustGCC(GCC):
         return robust_lambda(self.num_adversaries, self.num_workers, self.schedule)
 
 
-def block_medians(knots: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """A robust local level of ``values`` (``(n, d)``, at sorted ``knots``): the coordinate-wise
-    median of each block of ``size`` consecutive results (the last block takes the rest),
-    placed at the block's mean knot and joined linearly (held beyond the outer blocks).
-    With at most ``(size - 1) / 2`` corrupted results in all, every block's median lies
-    within its honest values' range. ``O(n d)``."""
+def block_medians(knots: np.ndarray, values: np.ndarray, size: int, points: np.ndarray | None = None):
+    """A robust local level of ``values`` (``(n, d)``, at sorted ``knots``) at ``points``
+    (default: the knots): the coordinate-wise median of each block of ``size`` consecutive
+    results (the last block takes the rest), placed at the block's median knot and joined
+    linearly (extended linearly beyond the outer blocks). With at most ``(size - 1) / 2``
+    corrupted results in all, every block's median lies within its honest values' range;
+    values affine in the knots are reproduced exactly (a block's median is then the value at
+    its median knot). ``O(n d)``."""
+    points = knots if points is None else points
     n = knots.size
     blocks = max(n // size, 1)
     head = (blocks - 1) * size  # blocks of exactly `size`, then the last one with the rest
     d = values.shape[1]
-    centres = np.r_[knots[:head].reshape(blocks - 1, size).mean(axis=1), knots[head:].mean()]
+    centres = np.r_[np.median(knots[:head].reshape(blocks - 1, size), axis=1), np.median(knots[head:])]
     full = np.median(values[:head].reshape(blocks - 1, size, d), axis=1)
     medians = np.concatenate([full, np.median(values[head:], axis=0)[None]])
     if blocks == 1:
-        return np.repeat(medians, n, axis=0)
-    where = np.clip(np.searchsorted(centres, knots) - 1, 0, blocks - 2)
-    share = np.clip((knots - centres[where]) / (centres[where + 1] - centres[where]), 0.0, 1.0)[:, None]
+        return np.repeat(medians, points.size, axis=0)
+    where = np.clip(np.searchsorted(centres, points) - 1, 0, blocks - 2)
+    share = ((points - centres[where]) / (centres[where + 1] - centres[where]))[:, None]
     return (1.0 - share) * medians[where] + share * medians[where + 1]
 
 

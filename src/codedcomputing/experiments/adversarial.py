@@ -9,6 +9,7 @@ MSE against ``f(x_k)`` and the master's decode time:
 - ``robust-gcc``: :class:`~codedcomputing.RobustGCC`, the published decoder (results clipped
   to the bound, the smoothing spline with the schedule's ``lambda(q, N)``);
   ``robust-gcc-huber`` and ``robust-gcc-tukey``: the same with reweighted fits (our addition);
+  ``robust-gcc-median``: the block medians joined linearly (a median-style decoder);
 - ``approxifer``: the error-locating baseline (:class:`~codedcomputing.ApproxIFER`), for N up
   to ``approxifer_max_workers`` (its master cost grows like ``N (K + q)^2`` per output).
 
@@ -46,9 +47,14 @@ NAME = "adversarial"
 SUMMARY = "robust GCC: MSE against N with q = ceil(N^a) liars, every attack; slopes"
 FUNCTIONS = ("xsinx", "lenet5")
 ATTACKS = tuple(adversaries.ATTACKS)
-ROBUST = ("robust-gcc", "robust-gcc-huber", "robust-gcc-tukey")
+ROBUST = ("robust-gcc", "robust-gcc-huber", "robust-gcc-tukey", "robust-gcc-median")
 SCHEMES = ("gcc", "bacc", *ROBUST, "approxifer")
-LOSS = {"robust-gcc": "squared", "robust-gcc-huber": "huber", "robust-gcc-tukey": "tukey"}
+LOSS = {
+    "robust-gcc": "squared",
+    "robust-gcc-huber": "huber",
+    "robust-gcc-tukey": "tukey",
+    "robust-gcc-median": "median",
+}
 SCALES = (0.0, *(10.0**p for p in range(-9, 1)))  # the calibration grid of the schedule's constant
 GOAL = (200, 10)  # (N, q) of the goal setting
 COLUMNS = (
@@ -135,6 +141,8 @@ def calibrate(f, draw, bound: float, k: int, trials: int, seed: int) -> dict[str
             cases.append((f(X), corrupted.results))
     best = {}
     for scheme in ROBUST:
+        if LOSS[scheme] == "median":  # no lambda to tune
+            continue
         scores = []
         for scale in SCALES:
             robust = _robust(k, n, q, bound, scheme, scale)
@@ -166,7 +174,8 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
             for exponent, n, q in settings:
                 attacks = config.attacks if exponent != "" else ("concentrated",)
                 codes = {"gcc": GCC(k, n), "bacc": BACC(k, n)}
-                codes.update({scheme: _robust(k, n, q, bound, scheme, scales[scheme]) for scheme in ROBUST})
+                for scheme in ROBUST:
+                    codes[scheme] = _robust(k, n, q, bound, scheme, scales.get(scheme))
                 if n <= config.approxifer_max_workers or exponent == "":
                     codes["approxifer"] = ApproxIFER(k, n, q)
                 for trial in range(config.trials):
