@@ -346,9 +346,18 @@ def block_medians(knots: np.ndarray, values: np.ndarray, size: int, points: np.n
     blocks = max(n // size, 1)
     head = (blocks - 1) * size  # blocks of exactly `size`, then the last one with the rest
     d = values.shape[1]
-    centres = np.r_[np.median(knots[:head].reshape(blocks - 1, size), axis=1), np.median(knots[head:])]
-    full = np.median(values[:head].reshape(blocks - 1, size, d), axis=1)
-    medians = np.concatenate([full, np.median(values[head:], axis=0)[None]])
+    starts = np.arange(blocks) * size
+    counts = np.r_[np.full(blocks - 1, size), n - head]
+    centres = (knots[starts + (counts - 1) // 2] + knots[starts + counts // 2]) / 2  # sorted knots
+    medians = np.empty((blocks, d))
+    if blocks > 1:  # blocks of odd size 2q + 1: the middle order statistic, by one partition
+        middle = size // 2
+        grouped = values[:head].reshape(blocks - 1, size, d)
+        if size % 2:
+            medians[:-1] = np.partition(grouped, middle, axis=1)[:, middle]
+        else:
+            medians[:-1] = np.median(grouped, axis=1)
+    medians[-1] = np.median(values[head:], axis=0)
     if blocks == 1:
         return np.repeat(medians, points.size, axis=0)
     where = np.clip(np.searchsorted(centres, points) - 1, 0, blocks - 2)
