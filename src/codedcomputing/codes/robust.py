@@ -291,21 +291,21 @@ class RobustGCC(GCC):
             start = block_medians(knots, flat, 2 * q + 1)
         else:
             start = _spline_at(knots, flat, max(lam, self._start_lambda), np.ones(n), knots)
-        residual = np.linalg.norm(flat - start, axis=1) / math.sqrt(d)
+        residual = _rms_rows(flat - start, d)
         # The scale: the start's residuals' robust spread, at least SPREAD_FLOOR of the start's
         # own range (RMS over coordinates; the start is robust): a deterministic f leaves the
         # honest residuals near 0, and a scale of 0 would reject every result not fitted exactly.
         extent = np.sqrt(np.mean((start.max(axis=0) - start.min(axis=0)) ** 2))
         floor = max(SPREAD_FLOOR * float(extent), 1e-12)
-        spread = max(1.4826 * float(np.median(residual)), floor)  # fixed from the start on
+        spread = max(1.4826 * _median(residual), floor)  # fixed from the start on
         weights, estimates = None, None
-        points = np.r_[knots, self.alpha]  # one fit gives the residuals and the estimates
+        points = np.concatenate([knots, self.alpha])  # one fit: the residuals and the estimates
         for _ in range(self.iterations):
             ratio = residual / spread
             if self.loss == "huber":
                 new = np.minimum(1.0, HUBER_C / np.maximum(ratio, 1e-300))
             else:
-                new = np.clip(1.0 - (ratio / TUKEY_C) ** 2, 0.0, None) ** 2
+                new = np.maximum(1.0 - (ratio / TUKEY_C) ** 2, 0.0) ** 2
                 rejected = np.flatnonzero(new == 0.0)
                 if rejected.size > REJECT_FACTOR * q:  # at most q liars: keep the rest, lightly
                     spared = rejected[np.argsort(-residual[rejected], kind="stable")[REJECT_FACTOR * q :]]
@@ -321,7 +321,7 @@ class RobustGCC(GCC):
             weights = new
             both = _spline_at(knots, flat, lam, weights, points)
             estimates = both[n:]
-            residual = np.linalg.norm(flat - both[:n], axis=1) / math.sqrt(d)
+            residual = _rms_rows(flat - both[:n], d)
         if weights is None:
             weights = np.ones(n)
             estimates = _spline_at(knots, flat, lam, weights, self.alpha)
@@ -357,12 +357,26 @@ def block_medians(knots: np.ndarray, values: np.ndarray, size: int, points: np.n
             medians[:-1] = np.partition(grouped, middle, axis=1)[:, middle]
         else:
             medians[:-1] = np.median(grouped, axis=1)
-    medians[-1] = np.median(values[head:], axis=0)
+    medians[-1] = _median(values[head:])
     if blocks == 1:
         return np.repeat(medians, points.size, axis=0)
     where = np.clip(np.searchsorted(centres, points) - 1, 0, blocks - 2)
     share = ((points - centres[where]) / (centres[where + 1] - centres[where]))[:, None]
     return (1.0 - share) * medians[where] + share * medians[where + 1]
+
+
+def _median(values: np.ndarray):
+    """The median along the first axis by one partition (numpy's ``median`` checks for NaN
+    and dispatches first: a third of a small robust decode's time)."""
+    n = values.shape[0]
+    middle = np.partition(values, [(n - 1) // 2, n // 2], axis=0)
+    centre = (middle[(n - 1) // 2] + middle[n // 2]) / 2
+    return float(centre) if np.ndim(centre) == 0 else centre
+
+
+def _rms_rows(x: np.ndarray, d: int) -> np.ndarray:
+    """Each row's root mean square over its ``d`` columns."""
+    return np.sqrt(np.einsum("ij,ij->i", x, x) / d)
 
 
 def _spline_at(knots: np.ndarray, values: np.ndarray, lam: float, weights: np.ndarray, points: np.ndarray):
