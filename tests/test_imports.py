@@ -1,5 +1,5 @@
 """The package's imports run one way: helpers -> spline -> codes -> tuning -> runtime ->
-experiments -> cli, with no cycle, lazy imports inside functions included.
+gradient_coding -> experiments -> cli, with no cycle, lazy imports inside functions included.
 
 The graph is read from the source (AST), so an import that a test run never reaches counts
 too. ``python tests/test_imports.py [SRC]`` prints the cycles and the imports against the
@@ -36,9 +36,10 @@ LAYERS = {
     "adversaries": 4,
     "tuning": 4,
     "runtime": 5,
-    "experiments": 6,
-    "cli": 7,
-    "": 8,  # the package's own __init__: it gathers everything
+    "gradient_coding": 6,  # training with gradient codes runs on the runtime's clusters
+    "experiments": 7,
+    "cli": 8,
+    "": 9,  # the package's own __init__: it gathers everything
 }
 
 

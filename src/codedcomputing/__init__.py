@@ -7,7 +7,19 @@ alive = cc.stragglers.random(50, 5, rng=0)
 est = code.decode(f(coded[alive]), alive)   # (10, ...) estimates of f(x_k)
 """
 
-from . import adversaries, datasets, errors, layout, metrics, models, points, spline, stragglers, tuning
+from . import (
+    adversaries,
+    datasets,
+    errors,
+    gradient_coding,
+    layout,
+    metrics,
+    models,
+    points,
+    spline,
+    stragglers,
+    tuning,
+)
 from ._version import __version__
 from .codes import (
     BACC,
@@ -57,6 +69,7 @@ __all__ = [
     "delays",
     "errors",
     "faults",
+    "gradient_coding",
     "layout",
     "metrics",
     "models",
