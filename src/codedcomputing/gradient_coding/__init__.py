@@ -3,9 +3,22 @@ gradient without the stragglers (not :class:`~codedcomputing.Code`\ s: a worker 
 gradients over the partitions it holds).
 
 - :class:`FractionalRepetition` and :class:`CyclicRepetition` (:mod:`.codes`): the encoding
-  matrix ``B`` and the decoding weights ``a`` with ``a^T B_F = 1^T``.
+  matrix ``B`` and the decoding weights ``a`` with ``a^T B_F = 1^T``;
+- :func:`simulate` (:mod:`.training`): SGD with every scheme (DGD, GC-FR/CR, IS-SGD, IS-GC,
+  PGC-FR/CR) on a virtual clock, reproducible step for step.
 """
 
 from .codes import CODES, CyclicRepetition, FractionalRepetition, GradientCode, TooManyStragglersError
+from .training import SCHEMES, Problem, Step, simulate
 
-__all__ = ["CODES", "CyclicRepetition", "FractionalRepetition", "GradientCode", "TooManyStragglersError"]
+__all__ = [
+    "CODES",
+    "SCHEMES",
+    "CyclicRepetition",
+    "FractionalRepetition",
+    "GradientCode",
+    "Problem",
+    "Step",
+    "TooManyStragglersError",
+    "simulate",
+]

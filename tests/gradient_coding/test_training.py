@@ -1,0 +1,138 @@
+"""Training with gradient codes on the simulated clock: PGC at s = 0 is DGD, exact codes
+follow DGD's iterates, slot ages cycle, stragglers' lost work ages PGC's stored gradients,
+seeded runs repeat, and a torch problem trains."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import codedcomputing as cc
+from codedcomputing.gradient_coding import SCHEMES, Problem, simulate
+from codedcomputing.runtime.delays import DelayModel
+
+
+def least_squares(n: int, seed: int = 0) -> Problem:
+    """Partition i: rows 10 i .. 10 i + 9 of A x = b; the loss is the mean squared residual."""
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(10 * n, 5))
+    b = A @ rng.normal(size=5) + 0.01 * rng.normal(size=10 * n)  # nearly consistent: loss -> ~0
+    parts = [(A[10 * i : 10 * i + 10], b[10 * i : 10 * i + 10]) for i in range(n)]
+
+    def gradient(x, i):
+        a, y = parts[i]
+        return 2 * a.T @ (a @ x - y) / len(y)
+
+    return Problem(gradient, lambda x: float(np.mean((A @ x - b) ** 2)), np.zeros(5), n)
+
+
+DELAYS = cc.delays.AdditiveExponential(mean=1.0)
+
+
+@pytest.mark.parametrize("pipelined", ["pgc-fr", "pgc-cr"])
+def test_pgc_with_no_stragglers_is_dgd_step_for_step(pipelined):
+    problem = least_squares(6)
+    dgd = simulate("dgd", problem, 0, 20, lr=0.05, delays=DELAYS, seed=3)
+    pgc = simulate(pipelined, problem, 0, 20, lr=0.05, delays=DELAYS, seed=3)
+    assert [s.loss for s in pgc] == pytest.approx([s.loss for s in dgd], rel=1e-12)
+    assert [s.wall_time_s for s in pgc] == pytest.approx([s.wall_time_s for s in dgd], rel=1e-12)
+
+
+@pytest.mark.parametrize("scheme", ["gc-fr", "gc-cr"])
+def test_exact_codes_follow_dgd_iterates_and_wait_less(scheme):
+    problem = least_squares(12)
+    dgd = simulate("dgd", problem, 2, 15, lr=0.05, delays=DELAYS, seed=1)
+    gc = simulate(scheme, problem, 2, 15, lr=0.05, delays=DELAYS, seed=1)
+    np.testing.assert_allclose([s.loss for s in gc], [s.loss for s in dgd], rtol=1e-9)
+    assert all(len(step.used) >= 12 // 3 for step in gc[1:])
+
+
+@pytest.mark.parametrize("s", [1, 2, 3])
+def test_slot_ages_cycle_through_zero_to_s(s):
+    problem = least_squares(12)
+    for scheme in ("pgc-fr", "pgc-cr"):
+        history = simulate(scheme, problem, s, 3 * (s + 1), lr=0.01, seed=0)  # no delays: all finish
+        for step in history[1:]:
+            t = step.step - 1
+            for ages in step.ages:
+                expected = sorted(range(s + 1)) if t >= s else sorted([0, *range(1, t + 1), *[t] * (s - t)])
+                assert sorted(ages.tolist()) == expected, (scheme, t, ages)
+
+
+class SlowWorker(DelayModel):
+    """Worker 0 is always far slower than the others (persistent slowness)."""
+
+    def _sample(self, num_workers, rng):
+        out = rng.exponential(0.1, num_workers)
+        out[0] = 100.0
+        return out
+
+
+def test_a_persistently_slow_worker_ages_its_stored_gradients_under_pgc():
+    problem = least_squares(12)
+    history = simulate("pgc-cr", problem, 2, 12, lr=0.01, delays=SlowWorker(), seed=0)
+    assert history[-1].ages[0].min() == 11  # never finished a step after the first
+    # the others miss a step now and then (the master takes 10 of 12), never for long
+    assert history[-1].ages[1:].max() < 11 and history[-1].ages[1:].mean() <= 2
+    assert all(0 not in step.used for step in history[1:])
+    assert all(step.step_time_s < 100 for step in history[1:])  # never waited for it
+
+
+def test_ignore_stragglers_schemes_use_what_they_say():
+    problem = least_squares(12)
+    is_sgd = simulate("is-sgd", problem, 3, 5, lr=0.01, delays=DELAYS, seed=0)
+    assert all(len(step.used) == 9 for step in is_sgd[1:])
+    is_gc = simulate("is-gc", problem, 2, 8, lr=0.01, delays=DELAYS, seed=0)
+    for step in is_gc[1:]:
+        parts = [set(((i + np.arange(3)) % 12).tolist()) for i in step.used]
+        assert sum(map(len, parts)) == len(set().union(*parts))  # disjoint
+        assert len(step.used) == 4  # 12 / (s + 1) disjoint arcs fit among the fastest 10
+
+
+def test_seeded_runs_repeat_and_every_scheme_lowers_the_loss():
+    problem = least_squares(12)
+    for scheme in SCHEMES:
+        a = simulate(scheme, problem, 2, 30, lr=0.05, delays=DELAYS, seed=7)
+        b = simulate(scheme, problem, 2, 30, lr=0.05, delays=DELAYS, seed=7)
+        assert [(s.loss, s.wall_time_s) for s in a] == [(s.loss, s.wall_time_s) for s in b]
+        assert a[-1].loss < 0.7 * a[0].loss, scheme
+        assert all(later.wall_time_s > earlier.wall_time_s for earlier, later in itertools.pairwise(a))
+    c = simulate("pgc-cr", problem, 2, 30, lr=0.05, delays=DELAYS, seed=8)
+    assert c[-1].wall_time_s != a[-1].wall_time_s
+
+
+def test_pipelining_waits_less_than_gradient_coding_per_step():
+    problem = least_squares(12)
+    for fr_or_cr in ("fr", "cr"):
+        gc = simulate(f"gc-{fr_or_cr}", problem, 3, 40, lr=0.01, delays=DELAYS, seed=2)
+        pgc = simulate(f"pgc-{fr_or_cr}", problem, 3, 40, lr=0.01, delays=DELAYS, seed=2)
+        assert np.median([s.step_time_s for s in pgc[2:]]) < 0.7 * np.median([s.step_time_s for s in gc[2:]])
+
+
+def test_a_torch_model_trains_on_the_digits():
+    import torch
+
+    data = cc.datasets.digits()
+    torch.manual_seed(0)
+    x = data.train_x.reshape(len(data.train_x), -1)
+    problem = Problem.from_torch(torch.nn.Linear(x.shape[1], 10), x, data.train_y, 12)
+    history = simulate("pgc-cr", problem, 2, 40, lr=0.5, delays=DELAYS, seed=0)
+    assert history[-1].loss < 0.6 * history[0].loss
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"scheme": "sgd"}, "scheme"),
+        ({"num_stragglers": 12}, "num_stragglers"),
+        ({"lr": 0.0}, "lr"),
+        ({"delays": "exp"}, "delays"),
+        ({"seed": None}, "seed"),
+    ],
+)
+def test_bad_arguments_name_the_parameter(kwargs, match):
+    args = {"scheme": "dgd", "problem": least_squares(12), "num_stragglers": 1, "steps": 2, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        simulate(**args)
