@@ -71,7 +71,7 @@ def test_example_rejects_bad_options_naming_them(args, needle):
 
 # -- choices, help, and `coded plot` on files it does not know ------------------------------------
 
-HELP = {"COLUMNS": "160"}  # wide enough for the list of experiments on one line
+HELP = {"COLUMNS": "200"}  # wide enough for the list of experiments on one line
 
 
 def test_experiment_help_names_every_experiment():
@@ -79,7 +79,7 @@ def test_experiment_help_names_every_experiment():
 
     result = runner.invoke(app, ["experiment", "--help"], env=HELP)
     assert result.exit_code == 0
-    assert "stragglers|polynomial|rates|latency|manifold|adversarial" in result.output
+    assert "stragglers|polynomial|rates|latency|manifold|adversarial|gradient-coding" in result.output
     for name, module in EXPERIMENTS.items():
         assert re.search(rf"^ {name} +{re.escape(module.SUMMARY)}", result.output, re.MULTILINE)
     assert "see `coded experiment --help`" not in result.output
@@ -88,7 +88,7 @@ def test_experiment_help_names_every_experiment():
 @pytest.mark.parametrize(
     ("command", "choices"),
     [
-        (["experiment"], ["stragglers|polynomial|rates|latency|manifold|adversarial"]),
+        (["experiment"], ["stragglers|polynomial|rates|latency|manifold|adversarial|gradient-coding"]),
         (["demo"], ["thread|ray"]),
         (["example"], ["random|contiguous"]),
         (["models", "train"], ["lenet5|vit", "mnist|digits"]),

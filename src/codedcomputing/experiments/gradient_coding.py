@@ -1,0 +1,266 @@
+"""Pipelined gradient coding against gradient coding and the ignore-stragglers baselines:
+training loss against wall-clock time on the simulated clock.
+
+n = 12 workers, one data partition each; s in {1, 2, 3}; every scheme of
+:mod:`codedcomputing.gradient_coding.training` (DGD, GC-FR, GC-CR, IS-SGD, IS-GC, PGC-FR,
+PGC-CR), plain SGD. A worker's time per step is its number of partitions times the measured
+per-partition compute time ``c`` (the median of timed gradient evaluations of the model on
+one partition, measured once per run of the experiment) plus an exponential delay with mean
+``ratio * c``: ratio 1 and 2 (the published delay means were 1 s and 2 s; their ratio to the
+compute is not known), and, in one panel, ratio from 0.25 to 4 at s = 2. Trials differ in
+their delays only (the seed of the clock).
+
+The target loss is DGD's loss after ``target_step`` steps (averaged over trials at ratio 1);
+a run's time to target is the virtual wall-clock time of its first step at or below it.
+
+Model: logistic regression on the MNIST images (``--quick``: on the 8x8 digits).
+
+Outputs: ``gradient-coding.csv`` (one row per scheme, s, delay ratio, step and trial) and the
+figures.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import datasets
+from .._progress import progress as show_progress
+from ..gradient_coding import SCHEMES, Problem, simulate
+from ..runtime.delays import AdditiveExponential
+from .records import Headline, means, pyplot, save_figure
+
+NAME = "gradient-coding"
+SUMMARY = "PGC vs GC, DGD, IS-SGD, IS-GC: training loss against wall-clock (n = 12, s = 1-3)"
+COLUMNS = (
+    "in_grid",
+    "in_sweep",
+    "scheme",
+    "num_workers",
+    "num_stragglers",
+    "delay_ratio",
+    "step",
+    "wall_time_s",
+    "loss",
+    "trial",
+    "seed",
+)
+STYLES = {
+    "dgd": {"color": "0.3", "ls": "-"},
+    "gc-fr": {"color": "C0", "ls": "--"},
+    "gc-cr": {"color": "C1", "ls": "--"},
+    "is-sgd": {"color": "C2", "ls": ":"},
+    "is-gc": {"color": "C4", "ls": ":"},
+    "pgc-fr": {"color": "C0", "ls": "-"},
+    "pgc-cr": {"color": "C1", "ls": "-"},
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    dataset: str = "mnist"
+    num_workers: int = 12
+    stragglers: tuple[int, ...] = (1, 2, 3)
+    ratios: tuple[float, ...] = (1.0, 2.0)
+    sweep_ratios: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)
+    sweep_stragglers: int = 2
+    steps: int = 150
+    target_step: int = 100
+    lr: float = 0.5
+    trials: int = 5
+
+
+QUICK = Config(
+    dataset="digits", stragglers=(1, 3), sweep_ratios=(0.5, 2.0), steps=60, target_step=40, trials=2
+)
+
+
+def problem(config: Config, seed: int) -> Problem:
+    """Logistic regression (a linear layer, cross-entropy) on the dataset's training images."""
+    import torch
+
+    data = datasets.load(config.dataset)
+    x = data.train_x.reshape(len(data.train_x), -1)
+    torch.manual_seed(seed)
+    return Problem.from_torch(torch.nn.Linear(x.shape[1], 10), x, data.train_y, config.num_workers, seed)
+
+
+def measure_compute(problem: Problem, repeats: int = 7) -> float:
+    """The median seconds of one partition's gradient (partitions in turn)."""
+    times = []
+    for r in range(repeats):
+        start = time.perf_counter()
+        problem.gradient(problem.initial, r % problem.num_partitions)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def _runs(config: Config) -> dict[tuple[int, float], tuple[bool, bool]]:
+    """``{(s, ratio): (in the grid, in the sweep)}``: the grid, then the sweep's extra settings."""
+    grid = [(s, r) for s in config.stragglers for r in config.ratios]
+    sweep = [(config.sweep_stragglers, r) for r in config.sweep_ratios]
+    return {key: (key in grid, key in sweep) for key in dict.fromkeys(grid + sweep)}
+
+
+def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
+    """The experiment's rows: one per (scheme, s, ratio, step, trial)."""
+    task = problem(config, seed)
+    compute_s = measure_compute(task)
+    rows = []
+    settings = _runs(config)
+    total = len(settings) * config.trials
+    with show_progress("gradient-coding: settings x trials", total, enabled=progress) as step:
+        for (s, ratio), (in_grid, in_sweep) in settings.items():
+            delays = AdditiveExponential(mean=ratio * compute_s)
+            for trial in range(config.trials):
+                for scheme in SCHEMES:
+                    history = simulate(
+                        scheme,
+                        task,
+                        s,
+                        config.steps,
+                        lr=config.lr,
+                        compute_s=compute_s,
+                        delays=delays,
+                        seed=[seed, s, int(ratio * 1000), trial],
+                    )
+                    rows.extend(
+                        {
+                            "experiment": NAME,
+                            "dataset": config.dataset,
+                            "scheme": scheme,
+                            "num_workers": config.num_workers,
+                            "num_stragglers": s,
+                            "delay_ratio": ratio,
+                            "compute_s": compute_s,
+                            "step": point.step,
+                            "wall_time_s": point.wall_time_s,
+                            "loss": point.loss,
+                            "trial": trial,
+                            "seed": seed,
+                            "target_step": config.target_step,
+                            "in_grid": in_grid,
+                            "in_sweep": in_sweep,
+                        }
+                        for point in history
+                    )
+                step()
+    return rows
+
+
+def target_loss(rows: list[dict]) -> float:
+    """DGD's mean loss at ``target_step`` at delay ratio 1 (or the smallest ratio run)."""
+    target_step = rows[0]["target_step"]
+    ratio = min({row["delay_ratio"] for row in rows}, key=lambda r: abs(r - 1.0))
+    losses = [
+        row["loss"]
+        for row in rows
+        if row["scheme"] == "dgd" and row["step"] == target_step and row["delay_ratio"] == ratio
+    ]
+    return float(np.mean(losses))
+
+
+def times_to_target(rows: list[dict]) -> dict[tuple, tuple[float, float]]:
+    """``{(scheme, s, ratio): (mean wall-clock seconds, mean steps)}`` to the target loss,
+    over the trials that reached it (NaN if none did)."""
+    target = target_loss(rows)
+    first: dict[tuple, tuple[float, int]] = {}
+    for row in rows:
+        key = (row["scheme"], row["num_stragglers"], row["delay_ratio"], row["trial"])
+        if row["loss"] <= target and (key not in first or row["step"] < first[key][1]):
+            first[key] = (row["wall_time_s"], row["step"])
+    out: dict[tuple, list] = {}
+    for (scheme, s, ratio, _), value in first.items():
+        out.setdefault((scheme, s, ratio), []).append(value)
+    settings = {(row["scheme"], row["num_stragglers"], row["delay_ratio"]) for row in rows}
+    return {
+        key: tuple(np.mean(out[key], axis=0)) if key in out else (float("nan"), float("nan"))
+        for key in settings
+    }
+
+
+def plot(rows: list[dict], out_dir: Path) -> list[Path]:
+    """``gradient-coding.png``: (a) loss against wall-clock and (b) against steps at the
+    largest s and ratio 1 (mean over trials); (c) time to target per scheme and s at each
+    grid ratio; (d) the sweep: time to target against the delay ratio at the sweep's s."""
+    plt = pyplot()
+    target = target_loss(rows)
+    reach = times_to_target(rows)
+    flag = {True: True, False: False, "True": True, "False": False}  # as written or read back
+    grid_rows = [r for r in rows if flag[r["in_grid"]]]
+    sweep_rows = [r for r in rows if flag[r["in_sweep"]]]
+    stragglers = sorted({row["num_stragglers"] for row in grid_rows})
+    ratios = sorted({row["delay_ratio"] for row in grid_rows})
+    s_top = max(stragglers)
+    ratio_one = min(ratios, key=lambda r: abs(r - 1.0))
+    shown = [r for r in grid_rows if r["num_stragglers"] == s_top and r["delay_ratio"] == ratio_one]
+    curve = means(shown, ("scheme", "step"), "loss")
+    clock = means(shown, ("scheme", "step"), "wall_time_s")
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.4))
+    for scheme in SCHEMES:
+        steps = sorted(step for sch, step in curve if sch == scheme)
+        loss = [curve[(scheme, k)] for k in steps]
+        axes[0].plot([clock[(scheme, k)] for k in steps], loss, label=scheme, lw=1.3, **STYLES[scheme])
+        axes[1].plot(steps, loss, label=scheme, lw=1.3, **STYLES[scheme])
+    for ax, xlabel in ((axes[0], "wall-clock (virtual s)"), (axes[1], "step")):
+        ax.axhline(target, color="0.5", lw=0.8, ls="-.", label=f"target {target:.3f}")
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("training loss (mean over trials)")
+        ax.set_title(f"({'a' if ax is axes[0] else 'b'}) s = {s_top}, delay mean = {ratio_one:g} x compute")
+        ax.legend(fontsize=7)
+    sweep_s = sweep_rows[0]["num_stragglers"] if sweep_rows else s_top
+    sweep_ratios = sorted({row["delay_ratio"] for row in sweep_rows})
+    for scheme in SCHEMES:
+        for ratio, alpha in zip(ratios, (1.0, 0.45), strict=False):
+            y = [reach[(scheme, s, ratio)][0] for s in stragglers]
+            label = f"{scheme}, delay {ratio:g}x" if len(ratios) > 1 else scheme
+            axes[2].plot(stragglers, y, marker="o", alpha=alpha, label=label, **STYLES[scheme])
+        ys = [reach[(scheme, sweep_s, r)][0] for r in sweep_ratios]
+        axes[3].plot(sweep_ratios, ys, marker="o", label=scheme, **STYLES[scheme])
+    axes[2].set_xticks(stragglers)
+    axes[2].set_xlabel("s (stragglers tolerated)")
+    axes[2].set_ylabel("virtual s to the target loss")
+    axes[2].set_yscale("log")
+    axes[2].set_title("(c) time to target" + (" (faint: the larger delay)" if len(ratios) > 1 else ""))
+    axes[2].legend(fontsize=6, ncol=2)
+    axes[3].set_xscale("log")
+    axes[3].set_yscale("log")
+    axes[3].set_xlabel("delay mean / per-partition compute")
+    axes[3].set_ylabel("virtual s to the target loss")
+    axes[3].set_title(f"(d) the delay sweep, s = {sweep_s}")
+    axes[3].legend(fontsize=7)
+    trials = len({row["trial"] for row in rows})
+    compute = rows[0]["compute_s"]
+    fig.suptitle(
+        f"n = {rows[0]['num_workers']} workers, logistic regression on {rows[0]['dataset']}, "
+        f"per-partition compute {compute * 1e3:.2f} ms (virtual clock)"
+    )
+    note = (
+        f"means over {trials} trials (delays redrawn per trial); "
+        f"target: DGD's mean loss at step {rows[0]['target_step']}"
+    )
+    return [save_figure(fig, out_dir, NAME, note)]
+
+
+def headline(rows: list[dict]) -> Headline:
+    """Time and steps to the target loss per scheme, s and delay ratio, and GC over PGC."""
+    reach = times_to_target(rows)
+    table = []
+    for s in sorted({key[1] for key in reach}):
+        for ratio in sorted({key[2] for key in reach if key[1] == s}):
+            cells = {scheme: reach[(scheme, s, ratio)] for scheme in SCHEMES}
+            fr = cells["gc-fr"][0] / cells["pgc-fr"][0]
+            cr = cells["gc-cr"][0] / cells["pgc-cr"][0]
+            table.append((s, ratio, *(cells[scheme][0] for scheme in SCHEMES), fr, cr))
+    return Headline(
+        title=(
+            f"gradient-coding: virtual seconds to the target loss ({target_loss(rows):.4f}); "
+            "GC/PGC time ratios"
+        ),
+        columns=("s", "delay/compute", *SCHEMES, "gc-fr/pgc-fr", "gc-cr/pgc-cr"),
+        rows=table,
+    )
