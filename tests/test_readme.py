@@ -48,3 +48,12 @@ def test_adversarial_example_runs_and_the_robust_decoder_beats_the_liars():
     X, est = names["X"], names["est"]
     assert names["attacked"].workers.size == 10
     assert float(np.mean((est - X * np.sin(X)) ** 2)) < 1e-2
+
+
+def test_gradient_coding_example_runs_and_trains(capsys):
+    """The README's gradient-coding block runs; the loss it prints falls."""
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", README, re.S) if "CyclicRepetition" in b]
+    exec(compile(block, "README.md", "exec"), {})
+    words = capsys.readouterr().out.split()
+    before, after = float(words[1]), float(words[3])
+    assert after < 0.6 * before

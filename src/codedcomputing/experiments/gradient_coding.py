@@ -228,6 +228,8 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     axes[2].set_title("(c) time to target" + (" (faint: the larger delay)" if len(ratios) > 1 else ""))
     axes[2].legend(fontsize=6, ncol=2)
     axes[3].set_xscale("log")
+    axes[3].set_xticks(sweep_ratios, [f"{r:g}" for r in sweep_ratios])
+    axes[3].xaxis.set_minor_locator(plt.NullLocator())
     axes[3].set_yscale("log")
     axes[3].set_xlabel("delay mean / per-partition compute")
     axes[3].set_ylabel("virtual s to the target loss")
