@@ -5,9 +5,13 @@ gradients over the partitions it holds).
 - :class:`FractionalRepetition` and :class:`CyclicRepetition` (:mod:`.codes`): the encoding
   matrix ``B`` and the decoding weights ``a`` with ``a^T B_F = 1^T``;
 - :func:`simulate` (:mod:`.training`): SGD with every scheme (DGD, GC-FR/CR, IS-SGD, IS-GC,
-  PGC-FR/CR) on a virtual clock, reproducible step for step.
+  PGC-FR/CR) on a virtual clock, reproducible step for step;
+- :func:`train_on_cluster` (:mod:`.cluster`): the same schemes on a thread cluster, with
+  stateful workers (:class:`WorkerState`) and real time.
 """
 
+from .cluster import WorkerState
+from .cluster import train as train_on_cluster
 from .codes import CODES, CyclicRepetition, FractionalRepetition, GradientCode, TooManyStragglersError
 from .training import SCHEMES, Problem, Step, simulate
 
@@ -20,5 +24,7 @@ __all__ = [
     "Problem",
     "Step",
     "TooManyStragglersError",
+    "WorkerState",
     "simulate",
+    "train_on_cluster",
 ]

@@ -79,7 +79,9 @@ class Problem:
     @classmethod
     def from_torch(cls, module, inputs: np.ndarray, labels: np.ndarray, num_partitions: int, seed: int = 0):
         """Cross-entropy training of ``module`` on ``inputs``/``labels``, split into
-        ``num_partitions`` equal shuffled partitions (seeded; the remainder dropped)."""
+        ``num_partitions`` equal shuffled partitions (seeded; the remainder dropped). The
+        module's own parameters give ``initial`` and are never written afterwards (gradients
+        by ``torch.func.functional_call``), so workers on threads may share it."""
         import torch
 
         count = len(inputs) // num_partitions * num_partitions
@@ -89,23 +91,29 @@ class Problem:
         x = torch.as_tensor(np.asarray(inputs)[order], dtype=torch.float32)
         y = torch.as_tensor(np.asarray(labels)[order], dtype=torch.long)
         parts = list(zip(x.chunk(num_partitions), y.chunk(num_partitions), strict=True))
+        names = [name for name, _ in module.named_parameters()]
+        shapes = [p.shape for _, p in module.named_parameters()]
+        sizes = [p.numel() for _, p in module.named_parameters()]
         params = list(module.parameters())
         loss_fn = torch.nn.functional.cross_entropy
+        call = torch.func.functional_call  # the module itself is never written: thread-safe
 
-        def load(flat):
-            torch.nn.utils.vector_to_parameters(torch.as_tensor(flat, dtype=torch.float32), params)
+        def unpack(flat, requires_grad=False):
+            pieces = torch.as_tensor(flat, dtype=torch.float32).split(sizes)
+            pairs = zip(pieces, shapes, strict=True)
+            tensors = [p.reshape(shape).clone().requires_grad_(requires_grad) for p, shape in pairs]
+            return dict(zip(names, tensors, strict=True)), tensors
 
         def gradient(flat, partition):
-            load(flat)
-            module.zero_grad(set_to_none=True)
+            weights, leaves = unpack(flat, requires_grad=True)
             xs, ys = parts[partition]
-            loss_fn(module(xs), ys).backward()
-            return torch.nn.utils.parameters_to_vector([p.grad for p in params]).double().numpy()
+            grads = torch.autograd.grad(loss_fn(call(module, weights, (xs,)), ys), leaves)
+            return torch.cat([g.reshape(-1) for g in grads]).double().numpy()
 
         def loss(flat):
-            load(flat)
+            weights, _ = unpack(flat)
             with torch.no_grad():
-                return float(loss_fn(module(x), y))
+                return float(loss_fn(call(module, weights, (x,)), y))
 
         initial = torch.nn.utils.parameters_to_vector(params).detach().double().numpy().copy()
         return cls(gradient, loss, initial, num_partitions)

@@ -11,22 +11,7 @@ import pytest
 
 import codedcomputing as cc
 from codedcomputing.gradient_coding import SCHEMES, Problem, simulate
-from codedcomputing.runtime.delays import DelayModel
-
-
-def least_squares(n: int, seed: int = 0) -> Problem:
-    """Partition i: rows 10 i .. 10 i + 9 of A x = b; the loss is the mean squared residual."""
-    rng = np.random.default_rng(seed)
-    A = rng.normal(size=(10 * n, 5))
-    b = A @ rng.normal(size=5) + 0.01 * rng.normal(size=10 * n)  # nearly consistent: loss -> ~0
-    parts = [(A[10 * i : 10 * i + 10], b[10 * i : 10 * i + 10]) for i in range(n)]
-
-    def gradient(x, i):
-        a, y = parts[i]
-        return 2 * a.T @ (a @ x - y) / len(y)
-
-    return Problem(gradient, lambda x: float(np.mean((A @ x - b) ** 2)), np.zeros(5), n)
-
+from training_problems import SlowWorker, least_squares
 
 DELAYS = cc.delays.AdditiveExponential(mean=1.0)
 
@@ -59,15 +44,6 @@ def test_slot_ages_cycle_through_zero_to_s(s):
             for ages in step.ages:
                 expected = sorted(range(s + 1)) if t >= s else sorted([0, *range(1, t + 1), *[t] * (s - t)])
                 assert sorted(ages.tolist()) == expected, (scheme, t, ages)
-
-
-class SlowWorker(DelayModel):
-    """Worker 0 is always far slower than the others (persistent slowness)."""
-
-    def _sample(self, num_workers, rng):
-        out = rng.exponential(0.1, num_workers)
-        out[0] = 100.0
-        return out
 
 
 def test_a_persistently_slow_worker_ages_its_stored_gradients_under_pgc():

@@ -1,0 +1,183 @@
+"""The same training schemes on a real cluster of the runtime (threads): stateful workers that
+hold their partitions and, under pipelining, their stored gradients between steps.
+
+Each worker is a :class:`WorkerState` created once (its partitions and its stored
+gradients stay with it; only ``theta`` and the step travel per step). A step is one
+``cluster.submit`` of a tiny per-worker input (the worker's index and the step) and one
+``cluster.collect`` that waits for what the scheme needs (all ``n``, the fastest ``n - s``,
+or the first arrival of every FR group), so stragglers of a step never hold up the next
+step's dispatch: they finish in the background and, the step being closed, their work is
+discarded (a pipelined worker then keeps its older stored gradient, as on the simulated
+clock: its fresh gradient is kept only when its result arrived in time).
+
+Time is real: each worker computes its partitions (``s + 1`` for GC, one for PGC) and then
+sleeps its delay for the step, drawn from ``delays`` (any :mod:`codedcomputing.runtime.delays`
+model, seeded), so the delay adds to the real compute as on the simulated clock (a
+cluster's own ``delays`` would instead set each result's earliest arrival). Meant for a
+:class:`~codedcomputing.ThreadCluster` with a thread per worker and some to spare (a
+straggler's sleeping task holds its thread into the next step); a
+:class:`~codedcomputing.SimulatedCluster` would charge every task the same ``compute_s``
+whatever its load, so use :func:`~codedcomputing.gradient_coding.simulate` for the virtual
+clock. Workers live in the master's process: Ray actors are not supported yet.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from .._validation import check_choice, check_count, check_number, check_rng
+from ..runtime.clusters import Cluster
+from ..runtime.delays import DelayModel
+from .codes import CyclicRepetition, FractionalRepetition
+from .training import SCHEMES, Problem, Step, _disjoint
+
+__all__ = ["WorkerState", "train"]
+
+
+class WorkerState:
+    r"""One worker's state: its partitions, its scheme's coefficients over them, and (for
+    pipelined schemes) the latest gradient of each partition with the step it was computed
+    at. :meth:`work` runs one step; under pipelining its fresh gradients stay pending until
+    the master :meth:`settle`\ s the step, keeping them only if the worker's result arrived
+    in time (a late worker's work is lost, as on the simulated clock)."""
+
+    def __init__(self, worker: int, partitions, coefficients, pipelined: bool):
+        self.worker = worker
+        self.partitions = [int(p) for p in partitions]
+        self.coefficients = np.asarray(coefficients, dtype=np.float64)
+        self.pipelined = pipelined
+        self.stored: dict[int, np.ndarray] = {}
+        self.stamps = np.zeros(len(self.partitions), dtype=np.int64)
+        self.pending: tuple[int, dict[int, np.ndarray]] | None = None
+        self.lock = threading.Lock()
+
+    def work(self, problem: Problem, theta: np.ndarray, t: int) -> np.ndarray:
+        """This step's message. GC, IS and DGD: the coefficient-weighted sum of fresh
+        gradients over its partitions (DGD and IS-SGD hold one). PGC: recompute partition
+        slot ``t mod (s + 1)`` (all of them at step 0) and send the sum of the stored ones
+        with the fresh one in its slot."""
+        if not self.pipelined:
+            pairs = zip(self.coefficients, self.partitions, strict=True)
+            return sum(c * problem.gradient(theta, j) for c, j in pairs)
+        slots = range(len(self.partitions)) if t == 0 else [t % len(self.partitions)]
+        fresh = {slot: problem.gradient(theta, self.partitions[slot]) for slot in slots}
+        with self.lock:
+            self.pending = (t, fresh)
+            current = dict(self.stored)
+        current.update({self.partitions[slot]: g for slot, g in fresh.items()})
+        return sum(current.values())
+
+    def settle(self, t: int, arrived: bool) -> None:
+        """End step ``t``: keep its pending gradients if the worker's result arrived."""
+        with self.lock:
+            if self.pending is not None and self.pending[0] == t:
+                if arrived:
+                    for slot, gradient in self.pending[1].items():
+                        self.stored[self.partitions[slot]] = gradient
+                        self.stamps[slot] = t
+                self.pending = None
+
+
+def train(
+    scheme: str,
+    problem: Problem,
+    num_stragglers: int,
+    steps: int,
+    cluster: Cluster,
+    *,
+    lr: float = 0.1,
+    delays: DelayModel | None = None,
+    seed=0,
+    code_seed: int = 0,
+) -> list[Step]:
+    """Run ``scheme`` (one of :data:`~codedcomputing.gradient_coding.SCHEMES`) for ``steps``
+    steps on ``cluster``, one worker per partition of ``problem``, each worker sleeping a
+    delay from ``delays`` (seeded by ``seed``) after its compute; return the steps (step 0,
+    the start, first), with real seconds."""
+    scheme = check_choice(scheme, "scheme", SCHEMES)
+    n = problem.num_partitions
+    s = check_count(num_stragglers, "num_stragglers", 0)
+    if s >= n:
+        raise ValueError(f"num_stragglers must be below the number of workers {n}, got {s}")
+    steps = check_count(steps, "steps", 0)
+    lr = check_number(lr, "lr", low=0.0, low_open=True)
+    if delays is not None and not isinstance(delays, DelayModel):
+        raise ValueError(f"delays must be a codedcomputing.delays model or None, got {delays!r}")
+    rng = check_rng(seed, "seed")
+    if not isinstance(cluster, Cluster):
+        raise ValueError(f"cluster must be a codedcomputing cluster (ThreadCluster, ...), got {cluster!r}")
+    fr = FractionalRepetition(n, s) if scheme in ("gc-fr", "pgc-fr") else None
+    cr = CyclicRepetition(n, s, code_seed) if scheme == "gc-cr" else None
+    workers = []
+    for i in range(n):
+        if scheme in ("dgd", "is-sgd"):
+            parts, coefficients = [i], [1.0]
+        elif fr is not None:
+            parts = fr.partitions(i)
+            coefficients = fr.encoding_matrix[i, parts]
+        else:
+            parts = (i + np.arange(s + 1)) % n
+            coefficients = cr.encoding_matrix[i, parts] if cr is not None else np.ones(s + 1)
+        workers.append(WorkerState(i, parts, coefficients, scheme.startswith("pgc")))
+    if scheme == "dgd":
+        wait_for = n
+    elif fr is not None:
+        wait_for = lambda alive: len({fr.group(i) for i in alive}) == fr.num_groups  # noqa: E731
+    else:
+        wait_for = n - s
+    theta = problem.initial.copy()
+    history = [Step(0, 0.0, 0.0, float(problem.loss(theta)))]
+    wall = 0.0
+    for t in range(steps):
+        delay = np.zeros(n) if delays is None else np.asarray(delays.sample(n, rng), dtype=np.float64)
+
+        def task(row, theta=theta, t=t, delay=delay):
+            worker = workers[int(np.asarray(row).ravel()[0])]
+            message = worker.work(problem, theta, t)
+            time.sleep(float(delay[worker.worker]))  # a slow worker, after its compute
+            return message[None]
+
+        call = cluster.submit(task, np.arange(n, dtype=np.float64)[:, None])
+        gathered = cluster.collect(call, wait_for)
+        arrived = set(int(i) for i in gathered.alive)
+        for worker in workers:  # the step closes: late workers' work is dropped
+            worker.settle(t, worker.worker in arrived)
+        if gathered.results is None:
+            summary = gathered.workers.failure_summary()
+            raise RuntimeError(f"step {t + 1}: no usable result arrived; {summary}")
+        alive = [int(i) for i in gathered.alive]
+        messages = np.asarray(gathered.results, dtype=np.float64).reshape(len(alive), -1)
+        estimate, used = _combine(scheme, messages, alive, n, s, fr, cr)
+        theta = theta - lr * estimate
+        wall += gathered.wall_s
+        ages = None
+        if scheme.startswith("pgc"):
+            ages = np.stack([t - w.stamps for w in workers])
+        history.append(Step(t + 1, wall, gathered.wall_s, float(problem.loss(theta)), tuple(used), ages))
+    return history
+
+
+def _combine(scheme, messages, alive, n, s, fr, cr):
+    """The master's gradient estimate from the arrived ``messages`` (rows follow ``alive``, the
+    arrival order), and the workers it used."""
+    if scheme == "dgd":
+        return messages.sum(axis=0) / n, alive
+    if scheme == "is-sgd":
+        used = alive[: n - s]
+        return messages[: len(used)].sum(axis=0) / len(used), used
+    if scheme in ("gc-fr", "pgc-fr"):
+        weights = fr.decoding_weights(alive)
+        used = [w for w, a in zip(alive, weights, strict=True) if a]
+        return weights @ messages / n, used
+    first = alive[: n - s]
+    if scheme == "gc-cr":
+        return cr.decode(messages[: len(first)], first) / n, first
+    if scheme == "is-gc":
+        support = [(i + np.arange(s + 1)) % n for i in range(n)]
+        chosen = _disjoint(first, support, n)
+        rows = [alive.index(i) for i in chosen]
+        return messages[rows].sum(axis=0) / (len(chosen) * (s + 1)), chosen
+    return messages[: len(first)].sum(axis=0) / ((n - s) * (s + 1)), first  # pgc-cr
