@@ -8,13 +8,12 @@ from numpy.polynomial import chebyshev
 
 from .. import _arraylib
 from .._validation import check_count
-from ..spline.berrut import berrut_matrix
-from .base import Code, read_only
+from .bacc import BACC
 
 __all__ = ["ApproxIFER"]
 
 
-class ApproxIFER(Code):
+class ApproxIFER(BACC):
     r"""ApproxIFER: Berrut coded computing that drops the results of ``e`` adversaries.
 
     Encoder: Berrut's interpolant, exactly as :class:`~codedcomputing.BACC`: worker n
@@ -114,8 +113,6 @@ class ApproxIFER(Code):
         super().__init__(
             num_inputs, num_workers, points=points, alpha=alpha, beta=beta, assignment=assignment
         )
-        self.assignment = assignment
-        self.encoder_matrix = read_only(berrut_matrix(self.alpha, self.beta))
 
     @property
     def degree(self) -> int:
@@ -127,18 +124,6 @@ class ApproxIFER(Code):
         ``e >= 1`` and an overdetermined fit, ``num_results >= 2(K + e)``."""
         num_results = check_count(num_results, "num_results", 0)
         return self.num_adversaries >= 1 and num_results >= 2 * (self.degree + 1)
-
-    def promised_case(self, rng):
-        """Equal inputs through a nonlinear ``f``, from a random alive set."""
-        X = np.repeat(rng.normal(size=(1, 3)), self.num_inputs, axis=0)
-        alive = np.sort(rng.choice(self.num_workers, rng.integers(1, self.num_workers + 1), replace=False))
-        return X, np.sin, alive
-
-    def _build_decoder(self, alive_sorted: np.ndarray) -> np.ndarray:
-        return read_only(berrut_matrix(self.beta[alive_sorted], self.alpha))
-
-    def _encode(self, X):
-        return _arraylib.apply_matrix(self.encoder_matrix, X)
 
     def _decode(self, Y, alive):
         order = np.argsort(alive, kind="stable")

@@ -28,11 +28,10 @@ import time
 
 import numpy as np
 
-from .._validation import check_choice, check_count, check_number, check_rng
 from ..runtime.clusters import Cluster
 from ..runtime.delays import DelayModel
 from .codes import CyclicRepetition, FractionalRepetition
-from .training import SCHEMES, Problem, Step, _disjoint
+from .training import Problem, Step, _disjoint, check_run
 
 __all__ = ["WorkerState", "train"]
 
@@ -97,16 +96,7 @@ def train(
     steps on ``cluster``, one worker per partition of ``problem``, each worker sleeping a
     delay from ``delays`` (seeded by ``seed``) after its compute; return the steps (step 0,
     the start, first), with real seconds."""
-    scheme = check_choice(scheme, "scheme", SCHEMES)
-    n = problem.num_partitions
-    s = check_count(num_stragglers, "num_stragglers", 0)
-    if s >= n:
-        raise ValueError(f"num_stragglers must be below the number of workers {n}, got {s}")
-    steps = check_count(steps, "steps", 0)
-    lr = check_number(lr, "lr", low=0.0, low_open=True)
-    if delays is not None and not isinstance(delays, DelayModel):
-        raise ValueError(f"delays must be a codedcomputing.delays model or None, got {delays!r}")
-    rng = check_rng(seed, "seed")
+    scheme, n, s, steps, lr, rng = check_run(scheme, problem, num_stragglers, steps, lr, delays, seed)
     if not isinstance(cluster, Cluster):
         raise ValueError(f"cluster must be a codedcomputing cluster (ThreadCluster, ...), got {cluster!r}")
     fr = FractionalRepetition(n, s) if scheme in ("gc-fr", "pgc-fr") else None

@@ -134,17 +134,8 @@ def simulate(
     """Run ``scheme`` for ``steps`` steps on ``problem.num_partitions`` workers (one partition
     each by index) on the virtual clock (module docstring); return the steps, the start
     (step 0, the initial loss) first."""
-    scheme = check_choice(scheme, "scheme", SCHEMES)
-    n = problem.num_partitions
-    s = check_count(num_stragglers, "num_stragglers", 0)
-    if s >= n:
-        raise ValueError(f"num_stragglers must be below the number of workers {n}, got {s}")
-    steps = check_count(steps, "steps", 0)
-    lr = check_number(lr, "lr", low=0.0, low_open=True)
+    scheme, n, s, steps, lr, rng = check_run(scheme, problem, num_stragglers, steps, lr, delays, seed)
     compute_s = check_number(compute_s, "compute_s", low=0.0)
-    if delays is not None and not isinstance(delays, DelayModel):
-        raise ValueError(f"delays must be a codedcomputing.delays model or None, got {delays!r}")
-    rng = check_rng(seed, "seed")
     fr = FractionalRepetition(n, s) if scheme in ("gc-fr", "pgc-fr") else None
     cr = CyclicRepetition(n, s, code_seed) if scheme == "gc-cr" else None
     support = [(i + np.arange(s + 1)) % n for i in range(n)]  # the cyclic placement
@@ -205,6 +196,22 @@ def simulate(
         ages = (t - stamps) if pipelined else None
         history.append(Step(t + 1, wall, end, float(problem.loss(theta)), tuple(used), ages))
     return history
+
+
+def check_run(scheme, problem, num_stragglers, steps, lr, delays, seed):
+    """The arguments every training run shares, checked: ``(scheme, n, s, steps, lr, rng)``."""
+    scheme = check_choice(scheme, "scheme", SCHEMES)
+    if not isinstance(problem, Problem):
+        raise ValueError(f"problem must be a codedcomputing.gradient_coding.Problem, got {problem!r}")
+    n = problem.num_partitions
+    s = check_count(num_stragglers, "num_stragglers", 0)
+    if s >= n:
+        raise ValueError(f"num_stragglers must be below the number of workers {n}, got {s}")
+    steps = check_count(steps, "steps", 0)
+    lr = check_number(lr, "lr", low=0.0, low_open=True)
+    if delays is not None and not isinstance(delays, DelayModel):
+        raise ValueError(f"delays must be a codedcomputing.delays model or None, got {delays!r}")
+    return scheme, n, s, steps, lr, check_rng(seed, "seed")
 
 
 def _wait(scheme, order, arrival, n, s, fr) -> tuple[list[int], float]:
