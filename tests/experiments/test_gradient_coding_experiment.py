@@ -25,15 +25,16 @@ def rows():
 def test_rows_hold_every_scheme_setting_step_and_trial(rows):
     assert EXPERIMENTS["gradient-coding"] is gradient_coding
     assert set(gradient_coding.COLUMNS) <= set(rows[0])
-    settings = {(r["num_stragglers"], r["delay_ratio"]) for r in rows}
-    assert settings == {(1, 1.0), (3, 1.0), (3, 0.5), (3, 2.0)}
-    for s, ratio in settings:
+    settings = {(r["num_stragglers"], r["delay_ratio"], r["delays"]) for r in rows}
+    exponential = {(1, 1.0), (3, 1.0), (3, 0.5), (3, 2.0)}
+    assert settings == {(*k, "exponential") for k in exponential} | {(1, 1.0, "bursty"), (3, 1.0, "bursty")}
+    for s, ratio, kind in settings:
         for scheme in SCHEMES:
             for trial in range(SMALL.trials):
                 steps = [
                     r["step"]
                     for r in rows
-                    if (r["num_stragglers"], r["delay_ratio"]) == (s, ratio)
+                    if (r["num_stragglers"], r["delay_ratio"], r["delays"]) == (s, ratio, kind)
                     and (r["scheme"], r["trial"]) == (scheme, trial)
                 ]
                 assert steps == list(range(SMALL.steps + 1))
@@ -44,10 +45,19 @@ def test_rows_hold_every_scheme_setting_step_and_trial(rows):
 
 def test_time_to_target_is_the_first_step_at_or_below_dgds_loss(rows):
     target = gradient_coding.target_loss(rows)
-    dgd = [r["loss"] for r in rows if r["scheme"] == "dgd" and r["step"] == 20 and r["delay_ratio"] == 1.0]
+    dgd = [
+        r["loss"]
+        for r in rows
+        if (r["scheme"], r["step"], r["delay_ratio"], r["delays"]) == ("dgd", 20, 1.0, "exponential")
+    ]
     assert target == pytest.approx(sum(dgd) / len(dgd))
     reach = gradient_coding.times_to_target(rows)
-    mine = [r for r in rows if (r["scheme"], r["num_stragglers"], r["delay_ratio"]) == ("pgc-fr", 3, 1.0)]
+    mine = [
+        r
+        for r in rows
+        if (r["scheme"], r["num_stragglers"], r["delay_ratio"]) == ("pgc-fr", 3, 1.0)
+        and r["delays"] == "exponential"
+    ]
     firsts = []
     for trial in range(SMALL.trials):
         first = min((r for r in mine if r["trial"] == trial and r["loss"] <= target), key=lambda r: r["step"])
@@ -57,6 +67,11 @@ def test_time_to_target_is_the_first_step_at_or_below_dgds_loss(rows):
     assert reach[("pgc-fr", 3, 1.0)][0] < reach[("gc-fr", 3, 1.0)][0]
     assert reach[("pgc-cr", 3, 1.0)][0] < reach[("gc-cr", 3, 1.0)][0]
     assert all(math.isfinite(v[0]) for k, v in reach.items() if k[0] == "dgd")
+    bursty = gradient_coding.times_to_target(rows, "bursty")
+    assert set(bursty) == {(scheme, s, 1.0) for scheme in SCHEMES for s in (1, 3)}
+    # persistent slowness costs DGD (it waits for the slowest) more than the schemes that skip it
+    assert bursty[("dgd", 3, 1.0)][0] > reach[("dgd", 3, 1.0)][0]
+    assert bursty[("pgc-fr", 3, 1.0)][0] < bursty[("dgd", 3, 1.0)][0]
 
 
 def test_the_driver_writes_and_redraws(tmp_path, monkeypatch):
@@ -64,6 +79,6 @@ def test_the_driver_writes_and_redraws(tmp_path, monkeypatch):
     paths = run_experiment("gradient-coding", tmp_path, quick=True, progress=False)
     assert [p.name for p in paths] == ["gradient-coding.csv", "gradient-coding.png"]
     back = read_csv(tmp_path / "gradient-coding.csv")
-    assert len(back) == len(SCHEMES) * 4 * SMALL.trials * (SMALL.steps + 1)
+    assert len(back) == len(SCHEMES) * (4 + 2) * SMALL.trials * (SMALL.steps + 1)
     figures = redraw(tmp_path / "gradient-coding.csv", tmp_path / "again")
     assert [p.name for p in figures] == ["gradient-coding.png"]

@@ -7,13 +7,15 @@ PGC-CR), plain SGD. A worker's time per step is its number of partitions times t
 per-partition compute time ``c`` (the median of timed gradient evaluations of the model on
 one partition, measured once per run of the experiment) plus an exponential delay with mean
 ``ratio * c``: ratio 1 and 2 (the published delay means were 1 s and 2 s; their ratio to the
-compute is not known), and, in one panel, ratio from 0.25 to 4 at s = 2. Trials differ in
+compute is not known), and, in one panel, ratio from 0.25 to 4 at s = 2; and persistent
+slowness (:func:`delay_model`: bursty Markov chains, slow steps 8x) at every s. Trials differ in
 their delays only (the seed of the clock).
 
 The target loss is DGD's loss after ``target_step`` steps (averaged over trials at ratio 1);
 a run's time to target is the virtual wall-clock time of its first step at or below it.
 
-Model: logistic regression on the MNIST images (``--quick``: on the 8x8 digits).
+Model: logistic regression on the MNIST images (``--quick``: on the 8x8 digits); the
+config also takes a one-hidden-layer MLP and LeNet-5 (:data:`MODELS`).
 
 Outputs: ``gradient-coding.csv`` (one row per scheme, s, delay ratio, step and trial) and the
 figures.
@@ -30,7 +32,7 @@ import numpy as np
 from .. import datasets
 from .._progress import progress as show_progress
 from ..gradient_coding import SCHEMES, Problem, simulate
-from ..runtime.delays import AdditiveExponential
+from ..runtime.delays import AdditiveExponential, BurstyMarkov
 from .records import Headline, means, pyplot, save_figure
 
 NAME = "gradient-coding"
@@ -59,9 +61,13 @@ STYLES = {
 }
 
 
+MODELS = ("logistic", "mlp", "lenet5")
+
+
 @dataclass(frozen=True)
 class Config:
     dataset: str = "mnist"
+    model: str = "logistic"
     num_workers: int = 12
     stragglers: tuple[int, ...] = (1, 2, 3)
     ratios: tuple[float, ...] = (1.0, 2.0)
@@ -71,6 +77,7 @@ class Config:
     target_step: int = 100
     lr: float = 0.5
     trials: int = 5
+    bursty: bool = True
 
 
 QUICK = Config(
@@ -79,13 +86,27 @@ QUICK = Config(
 
 
 def problem(config: Config, seed: int) -> Problem:
-    """Logistic regression (a linear layer, cross-entropy) on the dataset's training images."""
+    """The model (:data:`MODELS`: logistic regression, a one-hidden-layer MLP of 64 ReLU
+    units, or LeNet-5), cross-entropy, on the dataset's training images, initialised from
+    ``seed``."""
     import torch
+
+    from ..models.lenet import LeNet5, LeNet5Config
 
     data = datasets.load(config.dataset)
     x = data.train_x.reshape(len(data.train_x), -1)
     torch.manual_seed(seed)
-    return Problem.from_torch(torch.nn.Linear(x.shape[1], 10), x, data.train_y, config.num_workers, seed)
+    if config.model == "logistic":
+        module = torch.nn.Linear(x.shape[1], 10)
+    elif config.model == "mlp":
+        nn = torch.nn
+        module = nn.Sequential(nn.Linear(x.shape[1], 64), nn.ReLU(), nn.Linear(64, 10))
+    elif config.model == "lenet5":
+        module = LeNet5(LeNet5Config(image_size=data.train_x.shape[-1], dropout=0.0))  # deterministic
+        x = data.train_x
+    else:
+        raise ValueError(f"model must be one of {MODELS}, got {config.model!r}")
+    return Problem.from_torch(module, x, data.train_y, config.num_workers, seed)
 
 
 def measure_compute(problem: Problem, repeats: int = 7) -> float:
@@ -98,11 +119,23 @@ def measure_compute(problem: Problem, repeats: int = 7) -> float:
     return float(np.median(times))
 
 
-def _runs(config: Config) -> dict[tuple[int, float], tuple[bool, bool]]:
-    """``{(s, ratio): (in the grid, in the sweep)}``: the grid, then the sweep's extra settings."""
-    grid = [(s, r) for s in config.stragglers for r in config.ratios]
-    sweep = [(config.sweep_stragglers, r) for r in config.sweep_ratios]
-    return {key: (key in grid, key in sweep) for key in dict.fromkeys(grid + sweep)}
+def _runs(config: Config) -> dict[tuple[int, float, str], tuple[bool, bool]]:
+    """``{(s, ratio, delays): (in the grid, in the sweep)}``: the grid, the sweep's extra
+    settings, then persistent slowness (``delays="bursty"``, every s of the grid)."""
+    grid = [(s, r, "exponential") for s in config.stragglers for r in config.ratios]
+    sweep = [(config.sweep_stragglers, r, "exponential") for r in config.sweep_ratios]
+    bursty = [(s, 1.0, "bursty") for s in config.stragglers] if config.bursty else []
+    return {key: (key in grid, key in sweep) for key in dict.fromkeys(grid + sweep + bursty)}
+
+
+def delay_model(kind: str, ratio: float, compute_s: float):
+    """Exponential delays of mean ``ratio * compute_s``, or persistent slowness: a bursty
+    Markov chain per worker (slow with probability 0.05 per step, recovering with 0.3: a
+    long-run 14% of steps slow, in bursts of ~3) whose slow steps take 8x a base delay of
+    ``ratio * compute_s``."""
+    if kind == "bursty":
+        return BurstyMarkov(base=ratio * compute_s, p_slow=0.05, p_recover=0.3, slowdown=8.0)
+    return AdditiveExponential(mean=ratio * compute_s)
 
 
 def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
@@ -113,8 +146,8 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
     settings = _runs(config)
     total = len(settings) * config.trials
     with show_progress("gradient-coding: settings x trials", total, enabled=progress) as step:
-        for (s, ratio), (in_grid, in_sweep) in settings.items():
-            delays = AdditiveExponential(mean=ratio * compute_s)
+        for (s, ratio, kind), (in_grid, in_sweep) in settings.items():
+            delays = delay_model(kind, ratio, compute_s)
             for trial in range(config.trials):
                 for scheme in SCHEMES:
                     history = simulate(
@@ -125,7 +158,7 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
                         lr=config.lr,
                         compute_s=compute_s,
                         delays=delays,
-                        seed=[seed, s, int(ratio * 1000), trial],
+                        seed=[seed, s, int(ratio * 1000), trial, int(kind == "bursty")],
                     )
                     rows.extend(
                         {
@@ -135,6 +168,8 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
                             "num_workers": config.num_workers,
                             "num_stragglers": s,
                             "delay_ratio": ratio,
+                            "delays": kind,
+                            "model": config.model,
                             "compute_s": compute_s,
                             "step": point.step,
                             "wall_time_s": point.wall_time_s,
@@ -152,7 +187,9 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
 
 
 def target_loss(rows: list[dict]) -> float:
-    """DGD's mean loss at ``target_step`` at delay ratio 1 (or the smallest ratio run)."""
+    """DGD's mean loss at ``target_step`` under exponential delays at ratio 1 (or the nearest
+    ratio run)."""
+    rows = _exponential(rows)
     target_step = rows[0]["target_step"]
     ratio = min({row["delay_ratio"] for row in rows}, key=lambda r: abs(r - 1.0))
     losses = [
@@ -163,10 +200,16 @@ def target_loss(rows: list[dict]) -> float:
     return float(np.mean(losses))
 
 
-def times_to_target(rows: list[dict]) -> dict[tuple, tuple[float, float]]:
-    """``{(scheme, s, ratio): (mean wall-clock seconds, mean steps)}`` to the target loss,
-    over the trials that reached it (NaN if none did)."""
+def _exponential(rows):
+    return [row for row in rows if row.get("delays", "exponential") == "exponential"]
+
+
+def times_to_target(rows: list[dict], delays: str = "exponential") -> dict[tuple, tuple[float, float]]:
+    """``{(scheme, s, ratio): (mean wall-clock seconds, mean steps)}`` to the target loss
+    (:func:`target_loss`) under ``delays`` ("exponential" or "bursty"), over the trials that
+    reached it (NaN if none did)."""
     target = target_loss(rows)
+    rows = [row for row in rows if row.get("delays", "exponential") == delays]
     first: dict[tuple, tuple[float, int]] = {}
     for row in rows:
         key = (row["scheme"], row["num_stragglers"], row["delay_ratio"], row["trial"])
@@ -190,7 +233,7 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     target = target_loss(rows)
     reach = times_to_target(rows)
     flag = {True: True, False: False, "True": True, "False": False}  # as written or read back
-    grid_rows = [r for r in rows if flag[r["in_grid"]]]
+    grid_rows = [r for r in rows if flag[r["in_grid"]]]  # both flags are False for bursty rows
     sweep_rows = [r for r in rows if flag[r["in_sweep"]]]
     stragglers = sorted({row["num_stragglers"] for row in grid_rows})
     ratios = sorted({row["delay_ratio"] for row in grid_rows})
@@ -199,7 +242,8 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     shown = [r for r in grid_rows if r["num_stragglers"] == s_top and r["delay_ratio"] == ratio_one]
     curve = means(shown, ("scheme", "step"), "loss")
     clock = means(shown, ("scheme", "step"), "wall_time_s")
-    fig, axes = plt.subplots(1, 4, figsize=(20, 4.4))
+    bursty = times_to_target(rows, "bursty")
+    fig, axes = plt.subplots(1, 5 if bursty else 4, figsize=(25 if bursty else 20, 4.4))
     for scheme in SCHEMES:
         steps = sorted(step for sch, step in curve if sch == scheme)
         loss = [curve[(scheme, k)] for k in steps]
@@ -235,6 +279,17 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     axes[3].set_ylabel("virtual s to the target loss")
     axes[3].set_title(f"(d) the delay sweep, s = {sweep_s}")
     axes[3].legend(fontsize=7)
+    if bursty:
+        b_stragglers = sorted({key[1] for key in bursty})
+        for scheme in SCHEMES:
+            y = [bursty[(scheme, s, 1.0)][0] for s in b_stragglers]
+            axes[4].plot(b_stragglers, y, marker="o", label=scheme, **STYLES[scheme])
+        axes[4].set_xticks(b_stragglers)
+        axes[4].set_xlabel("s (stragglers tolerated)")
+        axes[4].set_ylabel("virtual s to the target loss")
+        axes[4].set_yscale("log")
+        axes[4].set_title("(e) persistent slowness (bursty Markov, 8x slow)")
+        axes[4].legend(fontsize=7)
     trials = len({row["trial"] for row in rows})
     compute = rows[0]["compute_s"]
     fig.suptitle(
@@ -249,15 +304,17 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
 
 
 def headline(rows: list[dict]) -> Headline:
-    """Time and steps to the target loss per scheme, s and delay ratio, and GC over PGC."""
-    reach = times_to_target(rows)
+    """Time to the target loss per scheme, s and delays, and GC over PGC."""
     table = []
-    for s in sorted({key[1] for key in reach}):
-        for ratio in sorted({key[2] for key in reach if key[1] == s}):
-            cells = {scheme: reach[(scheme, s, ratio)] for scheme in SCHEMES}
-            fr = cells["gc-fr"][0] / cells["pgc-fr"][0]
-            cr = cells["gc-cr"][0] / cells["pgc-cr"][0]
-            table.append((s, ratio, *(cells[scheme][0] for scheme in SCHEMES), fr, cr))
+    for kind in ("exponential", "bursty"):
+        reach = times_to_target(rows, kind)
+        for s in sorted({key[1] for key in reach}):
+            for ratio in sorted({key[2] for key in reach if key[1] == s}):
+                cells = {scheme: reach[(scheme, s, ratio)] for scheme in SCHEMES}
+                fr = cells["gc-fr"][0] / cells["pgc-fr"][0]
+                cr = cells["gc-cr"][0] / cells["pgc-cr"][0]
+                label = f"{ratio:g}" if kind == "exponential" else f"bursty {ratio:g}"
+                table.append((s, label, *(cells[scheme][0] for scheme in SCHEMES), fr, cr))
     return Headline(
         title=(
             f"gradient-coding: virtual seconds to the target loss ({target_loss(rows):.4f}); "

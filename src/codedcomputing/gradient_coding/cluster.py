@@ -97,6 +97,8 @@ def train(
     delay from ``delays`` (seeded by ``seed``) after its compute; return the steps (step 0,
     the start, first), with real seconds."""
     scheme, n, s, steps, lr, rng = check_run(scheme, problem, num_stragglers, steps, lr, delays, seed)
+    if delays is not None:
+        delays.reset()  # a model with memory starts afresh
     if not isinstance(cluster, Cluster):
         raise ValueError(f"cluster must be a codedcomputing cluster (ThreadCluster, ...), got {cluster!r}")
     fr = FractionalRepetition(n, s) if scheme in ("gc-fr", "pgc-fr") else None

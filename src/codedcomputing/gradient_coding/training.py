@@ -136,6 +136,8 @@ def simulate(
     (step 0, the initial loss) first."""
     scheme, n, s, steps, lr, rng = check_run(scheme, problem, num_stragglers, steps, lr, delays, seed)
     compute_s = check_number(compute_s, "compute_s", low=0.0)
+    if delays is not None:
+        delays.reset()  # a model with memory (bursty Markov) starts afresh: seeded runs repeat
     fr = FractionalRepetition(n, s) if scheme in ("gc-fr", "pgc-fr") else None
     cr = CyclicRepetition(n, s, code_seed) if scheme == "gc-cr" else None
     support = [(i + np.arange(s + 1)) % n for i in range(n)]  # the cyclic placement
