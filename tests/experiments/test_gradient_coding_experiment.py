@@ -9,7 +9,7 @@ import pytest
 
 from codedcomputing.experiments import EXPERIMENTS, gradient_coding, redraw, run_experiment
 from codedcomputing.experiments.records import read_csv
-from codedcomputing.gradient_coding import SCHEMES
+from codedcomputing.gradient_coding import SCHEMES, simulate
 
 SMALL = gradient_coding.Config(
     dataset="digits", stragglers=(1, 3), ratios=(1.0,), sweep_ratios=(0.5, 2.0), sweep_stragglers=3,
@@ -82,3 +82,14 @@ def test_the_driver_writes_and_redraws(tmp_path, monkeypatch):
     assert len(back) == len(SCHEMES) * (4 + 2) * SMALL.trials * (SMALL.steps + 1)
     figures = redraw(tmp_path / "gradient-coding.csv", tmp_path / "again")
     assert [p.name for p in figures] == ["gradient-coding.png"]
+
+
+@pytest.mark.parametrize("model", gradient_coding.MODELS)
+def test_every_model_option_builds_a_problem_that_trains(model):
+    config = gradient_coding.Config(dataset="digits", model=model)
+    task = gradient_coding.problem(config, 0)
+    assert task.num_partitions == 12 and task.initial.ndim == 1
+    history = simulate("pgc-cr", task, 2, 15, lr=0.5, seed=0)
+    assert history[-1].loss < history[0].loss
+    with pytest.raises(ValueError, match="model"):
+        gradient_coding.problem(gradient_coding.Config(dataset="digits", model="resnet"), 0)
