@@ -18,7 +18,8 @@ cluster's own ``delays`` would instead set each result's earliest arrival). Mean
 straggler's sleeping task holds its thread into the next step); a
 :class:`~codedcomputing.SimulatedCluster` would charge every task the same ``compute_s``
 whatever its load, so use :func:`~codedcomputing.gradient_coding.simulate` for the virtual
-clock. Workers live in the master's process: Ray actors are not supported yet.
+clock. On a :class:`~codedcomputing.RayCluster` each worker is a Ray actor that keeps its
+state in its own process (:func:`_train_on_ray`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import numpy as np
 
 from ..runtime.clusters import Cluster
 from ..runtime.delays import DelayModel
+from ..runtime.ray_cluster import RayCluster, _ray
 from .codes import CyclicRepetition, FractionalRepetition
 from .training import Problem, Step, _disjoint, check_run
 
@@ -50,7 +52,8 @@ class WorkerState:
         self.pipelined = pipelined
         self.stored: dict[int, np.ndarray] = {}
         self.stamps = np.zeros(len(self.partitions), dtype=np.int64)
-        self.pending: tuple[int, dict[int, np.ndarray]] | None = None
+        self.pending: dict[int, dict[int, np.ndarray]] = {}  # step -> slot -> fresh gradient
+        self.closed = -1  # the last step settled: later work for it or earlier is dropped
         self.lock = threading.Lock()
 
     def work(self, problem: Problem, theta: np.ndarray, t: int) -> np.ndarray:
@@ -64,7 +67,8 @@ class WorkerState:
         slots = range(len(self.partitions)) if t == 0 else [t % len(self.partitions)]
         fresh = {slot: problem.gradient(theta, self.partitions[slot]) for slot in slots}
         with self.lock:
-            self.pending = (t, fresh)
+            if t > self.closed:
+                self.pending[t] = fresh
             current = dict(self.stored)
         current.update({self.partitions[slot]: g for slot, g in fresh.items()})
         return sum(current.values())
@@ -72,12 +76,14 @@ class WorkerState:
     def settle(self, t: int, arrived: bool) -> None:
         """End step ``t``: keep its pending gradients if the worker's result arrived."""
         with self.lock:
-            if self.pending is not None and self.pending[0] == t:
-                if arrived:
-                    for slot, gradient in self.pending[1].items():
-                        self.stored[self.partitions[slot]] = gradient
-                        self.stamps[slot] = t
-                self.pending = None
+            fresh = self.pending.pop(t, None)
+            if arrived and fresh is not None:
+                for slot, gradient in fresh.items():
+                    self.stored[self.partitions[slot]] = gradient
+                    self.stamps[slot] = t
+            self.closed = max(self.closed, t)
+            for step in [k for k in self.pending if k <= self.closed]:
+                del self.pending[step]
 
 
 def train(
@@ -120,6 +126,8 @@ def train(
         wait_for = lambda alive: len({fr.group(i) for i in alive}) == fr.num_groups  # noqa: E731
     else:
         wait_for = n - s
+    if isinstance(cluster, RayCluster):
+        return _train_on_ray(scheme, problem, workers, wait_for, s, steps, lr, delays, rng, fr, cr)
     theta = problem.initial.copy()
     history = [Step(0, 0.0, 0.0, float(problem.loss(theta)))]
     wall = 0.0
@@ -149,6 +157,81 @@ def train(
         if scheme.startswith("pgc"):
             ages = np.stack([t - w.stamps for w in workers])
         history.append(Step(t + 1, wall, gathered.wall_s, float(problem.loss(theta)), tuple(used), ages))
+    return history
+
+
+_actor_class = None
+
+
+def _worker_actor():
+    """The Ray actor class of a worker (built on first use: Ray is imported only then). A
+    threaded actor (``max_concurrency``), so that a straggler's sleeping step does not hold
+    up its next one (each step's delays are independent, as on threads); ``num_cpus=0``, so
+    that n actors fit a small node (their compute shares its CPUs)."""
+    global _actor_class
+    if _actor_class is None:
+        ray = _ray()
+
+        @ray.remote(max_concurrency=4, num_cpus=0)
+        class GradientWorker:
+            def __init__(self, problem, worker, partitions, coefficients, pipelined):
+                self.problem = problem
+                self.state = WorkerState(worker, partitions, coefficients, pipelined)
+
+            def work(self, theta, t, delay):
+                message = self.state.work(self.problem, theta, t)
+                time.sleep(delay)
+                return message
+
+            def settle(self, t, arrived):
+                self.state.settle(t, arrived)
+
+            def ages(self, t):
+                return t - self.state.stamps
+
+        _actor_class = GradientWorker
+    return _actor_class
+
+
+def _train_on_ray(scheme, problem, workers, wait_for, s, steps, lr, delays, rng, fr, cr) -> list[Step]:
+    """:func:`train` on Ray: one actor per worker holds its state (the problem is shipped to
+    each actor once, through the object store); a step sends ``theta`` (put once) and waits
+    for the first arrivals, one ``ray.wait`` at a time, in arrival order. Late calls finish in
+    their actor and are dropped at the step's close (``settle``); nothing is cancelled."""
+    ray = _ray()
+    n = len(workers)
+    shared = ray.put(problem)
+    cls = _worker_actor()
+    actors = [cls.remote(shared, w.worker, w.partitions, w.coefficients, w.pipelined) for w in workers]
+    ready = wait_for if callable(wait_for) else (lambda alive, k=wait_for: len(alive) >= k)
+    theta = problem.initial.copy()
+    history = [Step(0, 0.0, 0.0, float(problem.loss(theta)))]
+    wall = 0.0
+    for t in range(steps):
+        delay = np.zeros(n) if delays is None else np.asarray(delays.sample(n, rng), dtype=np.float64)
+        start = time.perf_counter()
+        theta_ref = ray.put(theta)
+        owner = {actor.work.remote(theta_ref, t, float(delay[i])): i for i, actor in enumerate(actors)}
+        waiting, alive, messages = list(owner), [], []
+        while waiting and not ready(alive):
+            (done,), waiting = ray.wait(waiting, num_returns=1)
+            try:
+                messages.append(np.asarray(ray.get(done), dtype=np.float64).ravel())
+                alive.append(owner[done])
+            except Exception:  # a failed worker is a straggler
+                continue
+        step_s = time.perf_counter() - start
+        settled = [actor.settle.remote(t, i in alive) for i, actor in enumerate(actors)]
+        if not ready(alive):
+            raise RuntimeError(f"step {t + 1}: too few workers answered ({len(alive)} of {n})")
+        estimate, used = _combine(scheme, np.stack(messages), alive, n, s, fr, cr)
+        theta = theta - lr * estimate
+        wall += step_s
+        ages = None
+        if scheme.startswith("pgc"):  # read after this step's settle (a threaded actor may reorder)
+            ray.get(settled)
+            ages = np.stack(ray.get([a.ages.remote(t) for a in actors]))
+        history.append(Step(t + 1, wall, step_s, float(problem.loss(theta)), tuple(used), ages))
     return history
 
 
