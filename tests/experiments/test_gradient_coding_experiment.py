@@ -3,6 +3,7 @@ driver's CSV round trip and figure."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -12,8 +13,14 @@ from codedcomputing.experiments.records import read_csv
 from codedcomputing.gradient_coding import SCHEMES, simulate
 
 SMALL = gradient_coding.Config(
-    dataset="digits", stragglers=(1, 3), ratios=(1.0,), sweep_ratios=(0.5, 2.0), sweep_stragglers=3,
-    steps=30, target_step=20, trials=2,
+    dataset="digits",
+    stragglers=(1, 3),
+    ratios=(1.0,),
+    sweep_ratios=(0.5, 2.0),
+    sweep_stragglers=3,
+    steps=30,
+    target_step=20,
+    trials=2,
 )
 
 
@@ -38,6 +45,17 @@ def test_rows_hold_every_scheme_setting_step_and_trial(rows):
                     and (r["scheme"], r["trial"]) == (scheme, trial)
                 ]
                 assert steps == list(range(SMALL.steps + 1))
+    run = sorted(
+        (
+            r
+            for r in rows
+            if (r["scheme"], r["num_stragglers"], r["trial"], r["delays"]) == ("gc-cr", 3, 0, "exponential")
+            and r["delay_ratio"] == 1.0
+        ),
+        key=lambda r: r["step"],
+    )
+    for before, after in itertools.pairwise(run):  # a step's time is the wall clock's increment
+        assert after["step_time_s"] == pytest.approx(after["wall_time_s"] - before["wall_time_s"])
     grid = {(r["num_stragglers"], r["delay_ratio"]) for r in rows if r["in_grid"]}
     sweep = {(r["num_stragglers"], r["delay_ratio"]) for r in rows if r["in_sweep"]}
     assert grid == {(1, 1.0), (3, 1.0)} and sweep == {(3, 0.5), (3, 2.0)}
