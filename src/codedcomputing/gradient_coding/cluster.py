@@ -33,7 +33,7 @@ from ..runtime.clusters import Cluster
 from ..runtime.delays import DelayModel
 from ..runtime.ray_cluster import RayCluster, _ray
 from .codes import CyclicRepetition, FractionalRepetition
-from .training import Problem, Step, _disjoint, check_run
+from .training import Problem, Step, check_run, combine
 
 __all__ = ["WorkerState", "train"]
 
@@ -150,7 +150,7 @@ def train(
             raise RuntimeError(f"step {t + 1}: no usable result arrived; {summary}")
         alive = [int(i) for i in gathered.alive]
         messages = np.asarray(gathered.results, dtype=np.float64).reshape(len(alive), -1)
-        estimate, used = _combine(scheme, messages, alive, n, s, fr, cr)
+        estimate, used = combine(scheme, messages, alive, n, s, fr, cr)
         theta = theta - lr * estimate
         wall += gathered.wall_s
         ages = None
@@ -224,7 +224,7 @@ def _train_on_ray(scheme, problem, workers, wait_for, s, steps, lr, delays, rng,
         settled = [actor.settle.remote(t, i in alive) for i, actor in enumerate(actors)]
         if not ready(alive):
             raise RuntimeError(f"step {t + 1}: too few workers answered ({len(alive)} of {n})")
-        estimate, used = _combine(scheme, np.stack(messages), alive, n, s, fr, cr)
+        estimate, used = combine(scheme, np.stack(messages), alive, n, s, fr, cr)
         theta = theta - lr * estimate
         wall += step_s
         ages = None
@@ -233,26 +233,3 @@ def _train_on_ray(scheme, problem, workers, wait_for, s, steps, lr, delays, rng,
             ages = np.stack(ray.get([a.ages.remote(t) for a in actors]))
         history.append(Step(t + 1, wall, step_s, float(problem.loss(theta)), tuple(used), ages))
     return history
-
-
-def _combine(scheme, messages, alive, n, s, fr, cr):
-    """The master's gradient estimate from the arrived ``messages`` (rows follow ``alive``, the
-    arrival order), and the workers it used."""
-    if scheme == "dgd":
-        return messages.sum(axis=0) / n, alive
-    if scheme == "is-sgd":
-        used = alive[: n - s]
-        return messages[: len(used)].sum(axis=0) / len(used), used
-    if scheme in ("gc-fr", "pgc-fr"):
-        weights = fr.decoding_weights(alive)
-        used = [w for w, a in zip(alive, weights, strict=True) if a]
-        return weights @ messages / n, used
-    first = alive[: n - s]
-    if scheme == "gc-cr":
-        return cr.decode(messages[: len(first)], first) / n, first
-    if scheme == "is-gc":
-        support = [(i + np.arange(s + 1)) % n for i in range(n)]
-        chosen = _disjoint(first, support, n)
-        rows = [alive.index(i) for i in chosen]
-        return messages[rows].sum(axis=0) / (len(chosen) * (s + 1)), chosen
-    return messages[: len(first)].sum(axis=0) / ((n - s) * (s + 1)), first  # pgc-cr

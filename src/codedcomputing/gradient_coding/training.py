@@ -167,18 +167,7 @@ def simulate(
                 cache[partition] = problem.gradient(theta, int(partition))
             return cache[partition]
 
-        if scheme in ("dgd", "is-sgd"):
-            estimate = sum(grad(i) for i in used) / len(used)
-        elif scheme in ("gc-fr", "gc-cr"):
-            code = fr if scheme == "gc-fr" else cr
-            messages = np.stack([sum(code.encoding_matrix[i, j] * grad(j) for j in support[i]) for i in used])
-            estimate = code.decode(messages, used) / n
-        elif scheme == "is-gc":
-            chosen = _disjoint(used, support, n)
-            covered = sum(len(support[i]) for i in chosen)
-            estimate = sum(grad(j) for i in chosen for j in support[i]) / covered
-            used = chosen
-        else:
+        if pipelined:
             if t == 0:
                 stored = [{int(j): grad(j) for j in support[i]} for i in range(n)]
                 stamps = np.zeros((n, s + 1), dtype=np.int64)
@@ -188,11 +177,8 @@ def simulate(
                     j = int(support[i][slot])
                     stored[i][j] = grad(j)
                     stamps[i, slot] = t
-            messages = {i: sum(stored[i].values()) for i in used}
-            if scheme == "pgc-fr":
-                estimate = sum(messages.values()) / n
-            else:
-                estimate = sum(messages.values()) / ((n - s) * (s + 1))
+        messages = np.stack([_message(scheme, i, support, grad, stored, fr, cr) for i in used])
+        estimate, used = combine(scheme, messages, used, n, s, fr, cr)
         theta = theta - lr * estimate
         wall += end
         ages = (t - stamps) if pipelined else None
@@ -214,6 +200,43 @@ def check_run(scheme, problem, num_stragglers, steps, lr, delays, seed):
     if delays is not None and not isinstance(delays, DelayModel):
         raise ValueError(f"delays must be a codedcomputing.delays model or None, got {delays!r}")
     return scheme, n, s, steps, lr, check_rng(seed, "seed")
+
+
+def _message(scheme, worker, support, grad, stored, fr, cr) -> np.ndarray:
+    """What ``worker`` sends (``grad(partition)``: this step's gradient): its own partition's
+    gradient (DGD, IS-SGD), the code's combination of its partitions' (GC), their plain sum
+    (IS-GC), or the sum of its stored gradients (PGC)."""
+    if scheme in ("dgd", "is-sgd"):
+        return grad(worker)
+    if stored is not None:
+        return sum(stored[worker].values())
+    code = fr if scheme == "gc-fr" else cr
+    weights = code.encoding_matrix[worker] if code is not None else None
+    return sum((1.0 if weights is None else weights[j]) * grad(j) for j in support[worker])
+
+
+def combine(scheme, messages, alive, n, s, fr, cr) -> tuple[np.ndarray, list[int]]:
+    """The master's gradient estimate from the arrived ``messages`` (rows follow ``alive``, the
+    arrival order) and the workers it used, by the scheme's rule (module docstring); ``fr``
+    and ``cr`` are the FR and CR codes where the scheme has one. Shared by both trainers."""
+    if scheme == "dgd":
+        return messages.sum(axis=0) / n, alive
+    if scheme == "is-sgd":
+        used = alive[: n - s]
+        return messages[: len(used)].sum(axis=0) / len(used), used
+    if scheme in ("gc-fr", "pgc-fr"):
+        weights = fr.decoding_weights(alive)
+        used = [w for w, a in zip(alive, weights, strict=True) if a]
+        return weights @ messages / n, used
+    first = alive[: n - s]
+    if scheme == "gc-cr":
+        return cr.decode(messages[: len(first)], first) / n, first
+    if scheme == "is-gc":
+        support = [(i + np.arange(s + 1)) % n for i in range(n)]
+        chosen = _disjoint(first, support, n)
+        rows = [alive.index(i) for i in chosen]
+        return messages[rows].sum(axis=0) / (len(chosen) * (s + 1)), chosen
+    return messages[: len(first)].sum(axis=0) / ((n - s) * (s + 1)), first  # pgc-cr
 
 
 def _wait(scheme, order, arrival, n, s, fr) -> tuple[list[int], float]:
