@@ -35,6 +35,8 @@ the clock.
 
 from __future__ import annotations
 
+import copy
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -80,43 +82,83 @@ class Problem:
     def from_torch(cls, module, inputs: np.ndarray, labels: np.ndarray, num_partitions: int, seed: int = 0):
         """Cross-entropy training of ``module`` on ``inputs``/``labels``, split into
         ``num_partitions`` equal shuffled partitions (seeded; the remainder dropped). The
-        module's own parameters give ``initial`` and are never written afterwards (gradients
-        by ``torch.func.functional_call``), so workers on threads may share it."""
-        import torch
-
+        module's own parameters give ``initial``; gradients and losses are evaluated by
+        ``torch.func.functional_call`` on a copy of the module per thread (functional_call
+        swaps the parameters of the module it is given while it runs, so threads sharing one
+        module would compute with each other's parameters). Thread-safe, and picklable for
+        Ray."""
         count = len(inputs) // num_partitions * num_partitions
         if count == 0:
             raise ValueError(f"inputs: {len(inputs)} examples cannot fill {num_partitions} partitions")
+        objective = _TorchObjective(module, inputs, labels, num_partitions, seed)
+        return cls(objective.gradient, objective.loss, objective.initial(), num_partitions)
+
+
+class _TorchObjective:
+    """Cross-entropy of a torch module over shuffled partitions of a dataset, for flat float64
+    parameter vectors; a private copy of the module per thread (rebuilt after unpickling)."""
+
+    def __init__(self, module, inputs, labels, num_partitions: int, seed: int):
+        import torch
+
+        count = len(inputs) // num_partitions * num_partitions
         order = np.random.default_rng(seed).permutation(len(inputs))[:count]
-        x = torch.as_tensor(np.asarray(inputs)[order], dtype=torch.float32)
-        y = torch.as_tensor(np.asarray(labels)[order], dtype=torch.long)
-        parts = list(zip(x.chunk(num_partitions), y.chunk(num_partitions), strict=True))
-        names = [name for name, _ in module.named_parameters()]
-        shapes = [p.shape for _, p in module.named_parameters()]
-        sizes = [p.numel() for _, p in module.named_parameters()]
-        params = list(module.parameters())
-        loss_fn = torch.nn.functional.cross_entropy
-        call = torch.func.functional_call  # the module itself is never written: thread-safe
+        self.x = torch.as_tensor(np.asarray(inputs)[order], dtype=torch.float32)
+        self.y = torch.as_tensor(np.asarray(labels)[order], dtype=torch.long)
+        self.parts = list(zip(self.x.chunk(num_partitions), self.y.chunk(num_partitions), strict=True))
+        self.module = module
+        named = list(module.named_parameters())
+        self.names = [name for name, _ in named]
+        self.shapes = [p.shape for _, p in named]
+        self.sizes = [p.numel() for _, p in named]
+        self._local = threading.local()
 
-        def unpack(flat, requires_grad=False):
-            pieces = torch.as_tensor(flat, dtype=torch.float32).split(sizes)
-            pairs = zip(pieces, shapes, strict=True)
-            tensors = [p.reshape(shape).clone().requires_grad_(requires_grad) for p, shape in pairs]
-            return dict(zip(names, tensors, strict=True)), tensors
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        del state["_local"]
+        return state
 
-        def gradient(flat, partition):
-            weights, leaves = unpack(flat, requires_grad=True)
-            xs, ys = parts[partition]
-            grads = torch.autograd.grad(loss_fn(call(module, weights, (xs,)), ys), leaves)
-            return torch.cat([g.reshape(-1) for g in grads]).double().numpy()
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._local = threading.local()
 
-        def loss(flat):
-            weights, _ = unpack(flat)
-            with torch.no_grad():
-                return float(loss_fn(call(module, weights, (x,)), y))
+    def initial(self) -> np.ndarray:
+        import torch
 
-        initial = torch.nn.utils.parameters_to_vector(params).detach().double().numpy().copy()
-        return cls(gradient, loss, initial, num_partitions)
+        vector = torch.nn.utils.parameters_to_vector(self.module.parameters())
+        return vector.detach().double().numpy().copy()
+
+    def _call(self, weights, x):
+        import torch
+
+        module = getattr(self._local, "module", None)
+        if module is None:
+            module = self._local.module = copy.deepcopy(self.module)
+        return torch.func.functional_call(module, weights, (x,))
+
+    def _unpack(self, flat, requires_grad=False):
+        import torch
+
+        pieces = torch.as_tensor(flat, dtype=torch.float32).split(self.sizes)
+        pairs = zip(pieces, self.shapes, strict=True)
+        tensors = [p.reshape(shape).clone().requires_grad_(requires_grad) for p, shape in pairs]
+        return dict(zip(self.names, tensors, strict=True)), tensors
+
+    def gradient(self, flat, partition) -> np.ndarray:
+        import torch
+
+        weights, leaves = self._unpack(flat, requires_grad=True)
+        xs, ys = self.parts[partition]
+        loss = torch.nn.functional.cross_entropy(self._call(weights, xs), ys)
+        grads = torch.autograd.grad(loss, leaves)
+        return torch.cat([g.reshape(-1) for g in grads]).double().numpy()
+
+    def loss(self, flat) -> float:
+        import torch
+
+        weights, _ = self._unpack(flat)
+        with torch.no_grad():
+            return float(torch.nn.functional.cross_entropy(self._call(weights, self.x), self.y))
 
 
 def simulate(
