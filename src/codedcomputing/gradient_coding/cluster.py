@@ -127,7 +127,7 @@ def train(
     else:
         wait_for = n - s
     if isinstance(cluster, RayCluster):
-        return _train_on_ray(scheme, problem, workers, wait_for, s, steps, lr, delays, rng, fr, cr)
+        return _train_on_ray(scheme, problem, workers, wait_for, s, steps, lr, delays, rng, fr, cr, cluster)
     theta = problem.initial.copy()
     history = [Step(0, 0.0, 0.0, float(problem.loss(theta)))]
     wall = 0.0
@@ -174,8 +174,11 @@ def _worker_actor():
 
         @ray.remote(max_concurrency=4, num_cpus=0)
         class GradientWorker:
-            def __init__(self, problem, worker, partitions, coefficients, pipelined):
+            def __init__(self, problem):
                 self.problem = problem
+                self.state = None
+
+            def reset(self, worker, partitions, coefficients, pipelined):
                 self.state = WorkerState(worker, partitions, coefficients, pipelined)
 
             def work(self, theta, t, delay):
@@ -193,16 +196,41 @@ def _worker_actor():
     return _actor_class
 
 
-def _train_on_ray(scheme, problem, workers, wait_for, s, steps, lr, delays, rng, fr, cr) -> list[Step]:
-    """:func:`train` on Ray: one actor per worker holds its state (the problem is shipped to
-    each actor once, through the object store); a step sends ``theta`` (put once) and waits
-    for the first arrivals, one ``ray.wait`` at a time, in arrival order. Late calls finish in
-    their actor and are dropped at the step's close (``settle``); nothing is cancelled."""
+def _actors(cluster: RayCluster, problem: Problem, n: int) -> list:
+    """``n`` worker actors holding ``problem``, created on first use for this cluster and
+    problem and kept for later runs (starting a worker process costs about a second; the
+    problem is shipped to each actor once, through the object store)."""
+    ray = _ray()
+    pools = cluster.__dict__.setdefault("_gradient_workers", {})
+    held, actors = pools.get(id(problem), (None, []))
+    if held is not problem:  # a new problem (or a reused id): fresh actors
+        actors = []
+    if len(actors) < n:
+        shared = ray.put(problem)
+        cls = _worker_actor()
+        actors = actors + [cls.remote(shared) for _ in range(n - len(actors))]
+        pools[id(problem)] = (problem, actors)  # keeps the problem alive, so its id is not reused
+    return actors[:n]
+
+
+def _train_on_ray(
+    scheme, problem, workers, wait_for, s, steps, lr, delays, rng, fr, cr, cluster
+) -> list[Step]:
+    """:func:`train` on Ray: one actor per worker holds its state (the actors and the shipped
+    problem are kept on the cluster for its later runs, :func:`_actors`; each run resets
+    their states, and the clock starts once every actor is ready); a step sends ``theta``
+    (put once) and waits for the first arrivals, one ``ray.wait`` at a time, in arrival
+    order. Late calls finish in their actor and are dropped at the step's close
+    (``settle``); nothing is cancelled."""
     ray = _ray()
     n = len(workers)
-    shared = ray.put(problem)
-    cls = _worker_actor()
-    actors = [cls.remote(shared, w.worker, w.partitions, w.coefficients, w.pipelined) for w in workers]
+    actors = _actors(cluster, problem, n)
+    ray.get(
+        [
+            a.reset.remote(w.worker, w.partitions, w.coefficients, w.pipelined)
+            for a, w in zip(actors, workers, strict=True)
+        ]
+    )
     ready = wait_for if callable(wait_for) else (lambda alive, k=wait_for: len(alive) >= k)
     theta = problem.initial.copy()
     history = [Step(0, 0.0, 0.0, float(problem.loss(theta)))]
