@@ -21,6 +21,8 @@ SMALL = gradient_coding.Config(
     steps=30,
     target_step=20,
     trials=2,
+    backends=("threads",),
+    backend_trials=1,
 )
 
 
@@ -32,6 +34,8 @@ def rows():
 def test_rows_hold_every_scheme_setting_step_and_trial(rows):
     assert EXPERIMENTS["gradient-coding"] is gradient_coding
     assert set(gradient_coding.COLUMNS) <= set(rows[0])
+    assert {r["backend"] for r in rows} == {"simulated", "threads"}
+    rows = [r for r in rows if r["backend"] == "simulated"]
     settings = {(r["num_stragglers"], r["delay_ratio"], r["delays"]) for r in rows}
     exponential = {(1, 1.0), (3, 1.0), (3, 0.5), (3, 2.0)}
     assert settings == {(*k, "exponential") for k in exponential} | {(1, 1.0, "bursty"), (3, 1.0, "bursty")}
@@ -92,12 +96,65 @@ def test_time_to_target_is_the_first_step_at_or_below_dgds_loss(rows):
     assert bursty[("pgc-fr", 3, 1.0)][0] < bursty[("dgd", 3, 1.0)][0]
 
 
+def _losses(rows, backend, scheme):
+    run = [
+        r
+        for r in rows
+        if (r["backend"], r["scheme"], r["num_stragglers"], r["trial"]) == (backend, scheme, 3, 0)
+    ]
+    run = [r for r in run if r["delays"] == "exponential" and r["delay_ratio"] == 1.0]
+    return [r["loss"] for r in sorted(run, key=lambda r: r["step"])]
+
+
+def check_real_backend(rows, backend):
+    """A real backend's rows: every scheme, every step, real seconds increasing; the exact
+    codes follow DGD's iterates whatever the timing, so their losses equal the simulated
+    DGD's step for step; the pipelined codes train."""
+    real = [r for r in rows if r["backend"] == backend]
+    assert {r["scheme"] for r in real} == set(SCHEMES)
+    assert {(r["num_stragglers"], r["delay_ratio"], r["in_grid"], r["in_sweep"]) for r in real} == {
+        (3, 1.0, False, False)
+    }
+    dgd = _losses(rows, "simulated", "dgd")
+    for scheme in ("dgd", "gc-fr", "gc-cr"):
+        assert _losses(rows, backend, scheme) == pytest.approx(dgd, rel=1e-5)
+    for scheme in ("pgc-fr", "pgc-cr", "is-sgd"):
+        losses = _losses(rows, backend, scheme)
+        assert len(losses) == SMALL.steps + 1 and losses[-1] < 0.7 * losses[0]
+    times = sorted((r["step"], r["wall_time_s"]) for r in real if (r["scheme"], r["trial"]) == ("pgc-cr", 0))
+    assert all(b[1] > a[1] for a, b in itertools.pairwise(times))
+    reach = gradient_coding.times_to_target(rows, backend=backend)
+    assert set(reach) == {(scheme, 3, 1.0) for scheme in SCHEMES}
+    labels = gradient_coding.headline(rows).column("delay/compute")
+    assert f"{backend} 1 (real s)" in labels
+
+
+def test_real_threads_run_every_scheme_and_exact_codes_follow_dgd(rows):
+    check_real_backend(rows, "threads")
+
+
+@pytest.mark.slow
+def test_the_ray_backend_runs_every_scheme_and_exact_codes_follow_dgd():
+    pytest.importorskip("ray")  # the README's install has the ray extra: this runs in CI
+    import dataclasses
+
+    config = dataclasses.replace(SMALL, stragglers=(3,), sweep_ratios=(), bursty=False, backends=("ray",))
+    rows = gradient_coding.run(config, 0, progress=False)
+    check_real_backend(rows, "ray")
+
+
+def test_unknown_backends_are_refused():
+    with pytest.raises(ValueError, match="backends"):
+        gradient_coding.run(gradient_coding.Config(dataset="digits", backends=("mpi",)), 0, progress=False)
+
+
 def test_the_driver_writes_and_redraws(tmp_path, monkeypatch):
     monkeypatch.setattr(gradient_coding, "QUICK", SMALL)
     paths = run_experiment("gradient-coding", tmp_path, quick=True, progress=False)
     assert [p.name for p in paths] == ["gradient-coding.csv", "gradient-coding.png"]
     back = read_csv(tmp_path / "gradient-coding.csv")
-    assert len(back) == len(SCHEMES) * (4 + 2) * SMALL.trials * (SMALL.steps + 1)
+    simulated = len(SCHEMES) * (4 + 2) * SMALL.trials * (SMALL.steps + 1)
+    assert len(back) == simulated + len(SCHEMES) * SMALL.backend_trials * (SMALL.steps + 1)
     figures = redraw(tmp_path / "gradient-coding.csv", tmp_path / "again")
     assert [p.name for p in figures] == ["gradient-coding.png"]
 

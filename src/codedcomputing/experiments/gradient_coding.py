@@ -17,8 +17,19 @@ a run's time to target is the virtual wall-clock time of its first step at or be
 Model: logistic regression on the MNIST images (``--quick``: on the 8x8 digits); the
 config also takes a one-hidden-layer MLP and LeNet-5 (:data:`MODELS`).
 
-Outputs: ``gradient-coding.csv`` (one row per scheme, s, delay ratio, step and trial) and the
-figures.
+Real backends (:data:`BACKENDS`): a short run of every scheme at one setting (s =
+``backend_stragglers``, delay mean = 1x the compute) with
+:func:`~codedcomputing.gradient_coding.train_on_cluster` on real threads (a
+:class:`~codedcomputing.ThreadCluster`, one thread per worker and spares, torch and BLAS on
+one thread each) and on Ray (a local :class:`~codedcomputing.RayCluster`: one actor per
+worker holding its state); each worker really computes its partitions and then sleeps its
+delay, and the clock is real seconds. Their rows carry ``backend`` "threads" or "ray"; the
+grid's are "simulated". On one machine the workers' compute contends for its cores and each
+step pays a real dispatch, so real seconds exceed the virtual ones; what is compared is
+each backend's ordering of the schemes and its GC/PGC ratios.
+
+Outputs: ``gradient-coding.csv`` (one row per backend, scheme, s, delay ratio, step and
+trial) and the figures.
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ from .records import Headline, means, pyplot, save_figure
 NAME = "gradient-coding"
 SUMMARY = "PGC vs GC, DGD, IS-SGD, IS-GC: training loss against wall-clock (n = 12, s = 1-3)"
 COLUMNS = (
+    "backend",
     "in_grid",
     "in_sweep",
     "scheme",
@@ -63,6 +75,7 @@ STYLES = {
 
 
 MODELS = ("logistic", "mlp", "lenet5")
+BACKENDS = ("threads", "ray")
 
 
 @dataclass(frozen=True)
@@ -79,10 +92,19 @@ class Config:
     lr: float = 0.5
     trials: int = 5
     bursty: bool = True
+    backends: tuple[str, ...] = BACKENDS
+    backend_stragglers: int = 3
+    backend_trials: int = 2
 
 
 QUICK = Config(
-    dataset="digits", stragglers=(1, 3), sweep_ratios=(0.5, 2.0), steps=60, target_step=40, trials=2
+    dataset="digits",
+    stragglers=(1, 3),
+    sweep_ratios=(0.5, 2.0),
+    steps=60,
+    target_step=40,
+    trials=2,
+    backend_trials=1,
 )
 
 
@@ -139,19 +161,57 @@ def delay_model(kind: str, ratio: float, compute_s: float):
     return AdditiveExponential(mean=ratio * compute_s)
 
 
+def _check_backends(backends) -> tuple[str, ...]:
+    backends = tuple(backends)
+    unknown = [b for b in backends if b not in BACKENDS]
+    if unknown:
+        raise ValueError(f"backends must be among {BACKENDS}, got {unknown}")
+    return backends
+
+
 def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
-    """The experiment's rows: one per (scheme, s, ratio, step, trial)."""
+    """The experiment's rows: one per (backend, scheme, s, ratio, step, trial): the simulated
+    grid, then the short runs on the real backends of ``config.backends``."""
+    backends = _check_backends(config.backends)
     task = problem(config, seed)
     compute_s = measure_compute(task)
     rows = []
     settings = _runs(config)
-    total = len(settings) * config.trials
-    with show_progress("gradient-coding: settings x trials", total, enabled=progress) as step:
+    total = len(settings) * config.trials + len(backends) * config.backend_trials
+
+    def record(history, backend, s, ratio, kind, trial, in_grid, in_sweep):
+        rows.extend(
+            {
+                "experiment": NAME,
+                "dataset": config.dataset,
+                "backend": backend,
+                "scheme": scheme,
+                "num_workers": config.num_workers,
+                "num_stragglers": s,
+                "delay_ratio": ratio,
+                "delays": kind,
+                "model": config.model,
+                "compute_s": compute_s,
+                "step": point.step,
+                "wall_time_s": point.wall_time_s,
+                "step_time_s": point.step_time_s,
+                "loss": point.loss,
+                "trial": trial,
+                "seed": seed,
+                "target_step": config.target_step,
+                "in_grid": in_grid,
+                "in_sweep": in_sweep,
+            }
+            for scheme, history in history.items()
+            for point in history
+        )
+
+    with show_progress("gradient-coding: runs", total, enabled=progress) as step:
         for (s, ratio, kind), (in_grid, in_sweep) in settings.items():
             delays = delay_model(kind, ratio, compute_s)
             for trial in range(config.trials):
-                for scheme in SCHEMES:
-                    history = simulate(
+                histories = {
+                    scheme: simulate(
                         scheme,
                         task,
                         s,
@@ -161,37 +221,63 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
                         delays=delays,
                         seed=[seed, s, int(ratio * 1000), trial, int(kind == "bursty")],
                     )
-                    rows.extend(
-                        {
-                            "experiment": NAME,
-                            "dataset": config.dataset,
-                            "scheme": scheme,
-                            "num_workers": config.num_workers,
-                            "num_stragglers": s,
-                            "delay_ratio": ratio,
-                            "delays": kind,
-                            "model": config.model,
-                            "compute_s": compute_s,
-                            "step": point.step,
-                            "wall_time_s": point.wall_time_s,
-                            "step_time_s": point.step_time_s,
-                            "loss": point.loss,
-                            "trial": trial,
-                            "seed": seed,
-                            "target_step": config.target_step,
-                            "in_grid": in_grid,
-                            "in_sweep": in_sweep,
-                        }
-                        for point in history
-                    )
+                    for scheme in SCHEMES
+                }
+                record(histories, "simulated", s, ratio, kind, trial, in_grid, in_sweep)
+                step()
+        for backend in backends:
+            for trial, histories in enumerate(_on_backend(backend, task, config, compute_s, seed)):
+                record(histories, backend, config.backend_stragglers, 1.0, "exponential", trial, False, False)
                 step()
     return rows
 
 
+def _on_backend(backend: str, task: Problem, config: Config, compute_s: float, seed: int):
+    """Yield, per trial, ``{scheme: history}`` from a short run of every scheme on a real
+    ``backend`` (s = ``config.backend_stragglers``, exponential delays of mean ``compute_s``
+    slept after each worker's compute; schemes interleaved within a trial, so the machine's
+    load falls on all of them alike)."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    from ..gradient_coding import train_on_cluster
+    from ..runtime.clusters import ThreadCluster
+
+    s = config.backend_stragglers
+    delays = delay_model("exponential", 1.0, compute_s)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the workers are the parallelism: no intra-op pools under them
+    try:
+        with threadpool_limits(1):
+            if backend == "threads":
+                cluster = ThreadCluster(4 * config.num_workers, seed=seed)
+            else:
+                from ..runtime.ray_cluster import RayCluster
+
+                cluster = RayCluster(seed=seed)
+            with cluster:
+                for trial in range(config.backend_trials):
+                    yield {
+                        scheme: train_on_cluster(
+                            scheme,
+                            task,
+                            s,
+                            config.steps,
+                            cluster,
+                            lr=config.lr,
+                            delays=delays,
+                            seed=[seed, s, 1000, trial, 0],
+                        )
+                        for scheme in SCHEMES
+                    }
+    finally:
+        torch.set_num_threads(threads)
+
+
 def target_loss(rows: list[dict]) -> float:
     """DGD's mean loss at ``target_step`` under exponential delays at ratio 1 (or the nearest
-    ratio run)."""
-    rows = _exponential(rows)
+    ratio run), on the simulated clock."""
+    rows = [row for row in _exponential(rows) if _backend(row) == "simulated"]
     target_step = rows[0]["target_step"]
     ratio = min({row["delay_ratio"] for row in rows}, key=lambda r: abs(r - 1.0))
     losses = [
@@ -206,12 +292,18 @@ def _exponential(rows):
     return [row for row in rows if row.get("delays", "exponential") == "exponential"]
 
 
-def times_to_target(rows: list[dict], delays: str = "exponential") -> dict[tuple, tuple[float, float]]:
+def _backend(row) -> str:
+    return row.get("backend") or "simulated"  # rows written before the backends had no column
+
+
+def times_to_target(
+    rows: list[dict], delays: str = "exponential", backend: str = "simulated"
+) -> dict[tuple, tuple[float, float]]:
     """``{(scheme, s, ratio): (mean wall-clock seconds, mean steps)}`` to the target loss
-    (:func:`target_loss`) under ``delays`` ("exponential" or "bursty"), over the trials that
-    reached it (NaN if none did)."""
+    (:func:`target_loss`) under ``delays`` ("exponential" or "bursty") on ``backend``
+    ("simulated", "threads" or "ray"), over the trials that reached it (NaN if none did)."""
     target = target_loss(rows)
-    rows = [row for row in rows if row.get("delays", "exponential") == delays]
+    rows = [row for row in rows if row.get("delays", "exponential") == delays and _backend(row) == backend]
     first: dict[tuple, tuple[float, int]] = {}
     for row in rows:
         key = (row["scheme"], row["num_stragglers"], row["delay_ratio"], row["trial"])
@@ -230,12 +322,14 @@ def times_to_target(rows: list[dict], delays: str = "exponential") -> dict[tuple
 def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     """``gradient-coding.png``: (a) loss against wall-clock and (b) against steps at the
     largest s and ratio 1 (mean over trials); (c) time to target per scheme and s at each
-    grid ratio; (d) the sweep: time to target against the delay ratio at the sweep's s."""
+    grid ratio; (d) the sweep: time to target against the delay ratio at the sweep's s;
+    (e) under persistent slowness; (f) each scheme's time to target over DGD's on the same
+    backend, simulated and real (when the rows hold real backends)."""
     plt = pyplot()
     target = target_loss(rows)
     reach = times_to_target(rows)
     flag = {True: True, False: False, "True": True, "False": False}  # as written or read back
-    grid_rows = [r for r in rows if flag[r["in_grid"]]]  # both flags are False for bursty rows
+    grid_rows = [r for r in rows if flag[r["in_grid"]]]  # both flags are False for bursty and real rows
     sweep_rows = [r for r in rows if flag[r["in_sweep"]]]
     stragglers = sorted({row["num_stragglers"] for row in grid_rows})
     ratios = sorted({row["delay_ratio"] for row in grid_rows})
@@ -245,7 +339,9 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     curve = means(shown, ("scheme", "step"), "loss")
     clock = means(shown, ("scheme", "step"), "wall_time_s")
     bursty = times_to_target(rows, "bursty")
-    fig, axes = plt.subplots(1, 5 if bursty else 4, figsize=(25 if bursty else 20, 4.4))
+    real = [b for b in BACKENDS if any(_backend(row) == b for row in rows)]
+    fig, grid = plt.subplots(2, 3, figsize=(19, 9.6))
+    axes = grid.ravel()
     for scheme in SCHEMES:
         steps = sorted(step for sch, step in curve if sch == scheme)
         loss = [curve[(scheme, k)] for k in steps]
@@ -273,6 +369,8 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     axes[2].set_yscale("log")
     axes[2].set_title("(c) time to target" + (" (faint: the larger delay)" if len(ratios) > 1 else ""))
     axes[2].legend(fontsize=6, ncol=2)
+    if not sweep_ratios:
+        axes[3].set_axis_off()
     axes[3].set_xscale("log")
     axes[3].set_xticks(sweep_ratios, [f"{r:g}" for r in sweep_ratios])
     axes[3].xaxis.set_minor_locator(plt.NullLocator())
@@ -292,11 +390,19 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
         axes[4].set_yscale("log")
         axes[4].set_title("(e) persistent slowness (bursty Markov, 8x slow)")
         axes[4].legend(fontsize=7)
+    else:
+        axes[4].set_axis_off()
+    if real:
+        _plot_backends(axes[5], rows, real)
+    else:
+        axes[5].set_axis_off()
     trials = len({row["trial"] for row in rows})
     compute = rows[0]["compute_s"]
+    model = {"logistic": "logistic regression", "mlp": "an MLP", "lenet5": "LeNet-5"}
     fig.suptitle(
-        f"n = {rows[0]['num_workers']} workers, logistic regression on {rows[0]['dataset']}, "
-        f"per-partition compute {compute * 1e3:.2f} ms (virtual clock)"
+        f"n = {rows[0]['num_workers']} workers, {model.get(rows[0].get('model'), rows[0].get('model'))} "
+        f"on {rows[0]['dataset']}, per-partition compute {compute * 1e3:.2f} ms "
+        "((a)-(e): virtual clock)"
     )
     note = (
         f"means over {trials} trials (delays redrawn per trial); "
@@ -305,21 +411,44 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     return [save_figure(fig, out_dir, NAME, note)]
 
 
+def _plot_backends(ax, rows, real) -> None:
+    """Panel (f): time to target over DGD's on the same backend, per scheme, at the real
+    runs' setting: the simulated clock (the grid's trials) beside each real backend."""
+    s = next(row["num_stragglers"] for row in rows if _backend(row) == real[0])
+    backends = ["simulated", *real]
+    width = 0.8 / len(backends)
+    for b, backend in enumerate(backends):
+        reach = times_to_target(rows, backend=backend)
+        dgd = reach[("dgd", s, 1.0)][0]
+        ratios = [reach[(scheme, s, 1.0)][0] / dgd for scheme in SCHEMES]
+        ax.bar(np.arange(len(SCHEMES)) + (b - (len(backends) - 1) / 2) * width, ratios, width, label=backend)
+    ax.axhline(1.0, color="0.5", lw=0.8)
+    ax.set_xticks(np.arange(len(SCHEMES)), SCHEMES, rotation=30)
+    ax.set_ylabel("time to target / DGD's on the same backend")
+    ax.set_title(f"(f) simulated clock against real backends, s = {s}, delay mean = compute")
+    ax.legend(fontsize=7, title="backend (real: seconds, mean of its trials)", title_fontsize=7)
+
+
 def headline(rows: list[dict]) -> Headline:
     """Time to the target loss per scheme, s and delays, and GC over PGC."""
     table = []
-    for kind in ("exponential", "bursty"):
-        reach = times_to_target(rows, kind)
+    runs = [(kind, "simulated") for kind in ("exponential", "bursty")]
+    runs += [("exponential", b) for b in BACKENDS if any(_backend(row) == b for row in rows)]
+    for kind, backend in runs:
+        reach = times_to_target(rows, kind, backend)
         for s in sorted({key[1] for key in reach}):
             for ratio in sorted({key[2] for key in reach if key[1] == s}):
                 cells = {scheme: reach[(scheme, s, ratio)] for scheme in SCHEMES}
                 fr = cells["gc-fr"][0] / cells["pgc-fr"][0]
                 cr = cells["gc-cr"][0] / cells["pgc-cr"][0]
                 label = f"{ratio:g}" if kind == "exponential" else f"bursty {ratio:g}"
+                if backend != "simulated":
+                    label = f"{backend} {ratio:g} (real s)"
                 table.append((s, label, *(cells[scheme][0] for scheme in SCHEMES), fr, cr))
     return Headline(
         title=(
-            f"gradient-coding: virtual seconds to the target loss ({target_loss(rows):.4f}); "
+            f"gradient-coding: seconds to the target loss ({target_loss(rows):.4f}; virtual, "
+            "real on threads and ray); "
             "GC/PGC time ratios"
         ),
         columns=("s", "delay/compute", *SCHEMES, "gc-fr/pgc-fr", "gc-cr/pgc-cr"),
