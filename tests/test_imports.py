@@ -1,5 +1,5 @@
 """The package's imports run one way: helpers -> spline -> codes -> tuning -> runtime ->
-gradient_coding -> experiments -> cli, with no cycle, lazy imports inside functions included.
+gradient_coding -> experiments -> reproduce -> cli, with no cycle, lazy imports inside functions included.
 
 The graph is read from the source (AST), so an import that a test run never reaches counts
 too. ``python tests/test_imports.py [SRC]`` prints the cycles and the imports against the
@@ -38,7 +38,8 @@ LAYERS = {
     "runtime": 5,
     "gradient_coding": 6,  # training with gradient codes runs on the runtime's clusters
     "experiments": 7,
-    "cli": 8,
+    "reproduce": 8,  # runs every experiment and reports on the papers' claims
+    "cli": 9,
     "": 9,  # the package's own __init__: it gathers everything
 }
 

@@ -311,6 +311,41 @@ def experiment(
     out_console.print(f"{name.value}: wrote {', '.join(str(path) for path in paths)} ({elapsed:.0f} s)")
 
 
+@app.command("reproduce", cls=_Command)
+def reproduce_command(
+    out: Path = typer.Option(Path("reproduction"), "--out", help="Directory for CSVs, figures, report."),
+    quick: bool = typer.Option(False, "--quick", help="Every experiment's smaller grid (minutes)."),
+    only: str = typer.Option(
+        None, "--only", help=f"Comma-separated experiments to run (default: all of {', '.join(EXPERIMENTS)})."
+    ),
+    force: bool = typer.Option(False, "--force", help="Rerun experiments already done in --out."),
+    seed: int = typer.Option(0, min=0, help="Seed for everything random in the experiments."),
+) -> None:
+    """Run every experiment (or --only some), check each paper's claims against the CSVs they
+    wrote, and write report.md and report.html (figures embedded) in --out. Finished
+    experiments with the same configuration are reused unless --force; a failing one is
+    reported and the others go on."""
+    from .reproduce import reproduce
+
+    _check_out(out)
+    out_console = console()
+    try:
+        done = reproduce(out, quick=quick, only=only, force=force, seed=seed, console=out_console)
+    except ValueError as err:  # --only naming no experiment: a usage error, in one line
+        typer.echo(f"coded reproduce: {err}", err=True)
+        raise typer.Exit(2) from None
+    verdicts = [claim.verdict for claim in done.claims]
+    out_console.print(
+        f"reproduce: {len(verdicts)} claims: {verdicts.count('held')} held, "
+        f"{verdicts.count('not held')} not held, {verdicts.count('not measured')} not measured; "
+        f"wrote {done.markdown} and {done.html} ({done.seconds:.0f} s)"
+    )
+    failed = [part.name for part in done.parts if part.status == "failed"]
+    if failed:
+        out_console.print(f"reproduce: failed: {', '.join(failed)} (see the report)")
+        raise typer.Exit(1)
+
+
 @app.command("plot", cls=_Command)
 def plot(
     csv_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="A CSV written by an experiment."),

@@ -25,6 +25,7 @@ __all__ = [
     "draw_band",
     "exact_floor",
     "figure_dir",
+    "figure_text",
     "grouped",
     "interval",
     "means",
@@ -305,13 +306,25 @@ def figure_dir(csv_path: Path, out_dir: Path | None) -> Path:
 
 def save_figure(fig, out_dir: Path, name: str, caption: str = "") -> Path:
     """Lay out ``fig`` with ``caption`` (what its bands are) under it, write it as
-    ``out_dir/name.png`` and close it."""
+    ``out_dir/name.png`` and close it. The PNG carries its suptitle and caption as its
+    ``Title`` and ``Description`` text (:func:`figure_text`), for reports."""
     if caption:
         fig.text(0.5, 0.01, caption, ha="center", va="bottom", fontsize=8, color="0.25")
         fig.tight_layout(rect=(0, 0.3 / fig.get_figheight(), 1, 1))  # room for the caption line
     else:
         fig.tight_layout()
     path = Path(out_dir) / f"{name}.png"
-    fig.savefig(path, dpi=120)
+    title = fig.get_suptitle()
+    fig.savefig(path, dpi=120, metadata={"Title": title, "Description": caption})
     pyplot().close(fig)
     return path
+
+
+def figure_text(path: Path) -> dict[str, str]:
+    """``{"Title": ..., "Description": ...}`` that :func:`save_figure` wrote into a PNG
+    (empty strings where it holds none)."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        text = dict(getattr(image, "text", {}) or {})
+    return {key: str(text.get(key, "")) for key in ("Title", "Description")}

@@ -1,0 +1,24 @@
+"""Reproduce every published claim with one command (``coded reproduce``): run the
+experiments, check each paper's claims against the rows they wrote, and write a report.
+
+:func:`reproduce` runs (or reuses) the experiments and writes ``report.md`` and
+``report.html``; :mod:`.claims` holds the papers and their claims, each read from an
+experiment's rows; :mod:`.report` renders the report.
+"""
+
+from __future__ import annotations
+
+from .claims import CLAIMS, PAPERS, Claim, Paper, claims_of
+from .run import EXPECTED_S, Part, Reproduction, reproduce
+
+__all__ = [
+    "CLAIMS",
+    "EXPECTED_S",
+    "PAPERS",
+    "Claim",
+    "Paper",
+    "Part",
+    "Reproduction",
+    "claims_of",
+    "reproduce",
+]

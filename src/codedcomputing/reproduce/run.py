@@ -1,0 +1,291 @@
+"""``coded reproduce``: run every experiment, check each paper's claims against the rows, and
+write ``report.md`` and ``report.html``.
+
+Each experiment is run by the experiment driver (its CSV, derived tables and figures go to
+the output folder, as ``coded experiment`` writes them), then its CSV is read back and its
+claims (:mod:`.claims`) are computed from what the file holds. Beside each CSV a manifest,
+``NAME.run.json``, records the configuration, the seed, the library's version, the files
+written and the seconds taken; it is written only once the experiment has finished, so an
+experiment whose manifest matches the configuration asked for is not run again (unless
+``force``), and a run that stopped half-way is redone. An experiment that raises is
+reported (its error and the end of its traceback) and the others go on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from .._progress import progress as show_progress
+from .._version import __version__
+from ..experiments import EXPERIMENTS, run_experiment
+from ..experiments.records import figure_text, output_dir, read_csv
+from .claims import PAPERS, Claim, claims_of
+from .report import Document, to_html, to_markdown
+
+__all__ = ["EXPECTED_S", "Part", "Reproduction", "reproduce"]
+
+# Seconds each experiment took on 2 cores with the models cached (quick, full), measured with
+# `coded reproduce`; used only to say how long a run will take before it starts.
+EXPECTED_S = {
+    "stragglers": (10, 75),
+    "polynomial": (3, 5),
+    "rates": (6, 12),
+    "latency": (45, 900),
+    "manifold": (40, 230),
+    "adversarial": (15, 50),
+    "gradient-coding": (60, 420),
+}
+
+# What each figure shows, by file name; the band is read from the figure itself
+# (the caption the experiment wrote into it: :func:`~codedcomputing.experiments.records.figure_text`).
+SHOWS = {
+    "stragglers": "Fig. 2: MSE and relative accuracy against the number of stragglers S, LeNet-5 and the ViT",
+    "polynomial": "Fig. 3: MSE of GCC, BACC and LCC against S on a random quadratic, around LCC's threshold",
+    "rates": "Fig. 4: MSE against N (log-log) with fitted slopes and the theory's rates, dashed",
+    "latency_cdf": "end-to-end latency CDFs per backend and delay model, one line per scheme and S",
+    "latency_percentiles": "p50 / p95 / p99 latency per scheme on each backend (log axis)",
+    "manifold_mse": "MSE against S for ManifoldGCC, GCC and BACC, a panel per task, K and pattern",
+    "manifold_accuracy": "relative accuracy against S on the MNIST networks",
+    "adversarial": "robust GCC (Tukey) MSE against N for each attack and a, with (6/5)(a - 1) dashed",
+    "adversarial_schemes": "every decoder's MSE against N at a = 0.5, for each attack",
+    "gradient-coding": "training loss against wall-clock and steps; time to target per scheme, s, "
+    "delay, persistent slowness and backend",
+}
+
+
+@dataclass
+class Part:
+    """One experiment of a reproduction: ``status`` "ran", "reused" or "failed"."""
+
+    name: str
+    status: str
+    seconds: float
+    files: list[str] = field(default_factory=list)
+    claims: list[Claim] = field(default_factory=list)
+    error: str = ""
+
+
+@dataclass
+class Reproduction:
+    """What :func:`reproduce` did: its parts in order, the report's paths, the total seconds."""
+
+    parts: list[Part]
+    markdown: Path
+    html: Path
+    seconds: float
+
+    @property
+    def claims(self) -> list[Claim]:
+        return [claim for part in self.parts for claim in part.claims]
+
+
+def _names(only) -> list[str]:
+    if only is None:
+        return list(EXPERIMENTS)
+    names = [name.strip() for name in (only.split(",") if isinstance(only, str) else only) if name.strip()]
+    unknown = [name for name in names if name not in EXPERIMENTS]
+    if unknown or not names:
+        raise ValueError(f"only: unknown experiment(s) {unknown or only!r}; known: {', '.join(EXPERIMENTS)}")
+    return list(dict.fromkeys(names))
+
+
+def _fingerprint(name: str, quick: bool, seed: int) -> dict:
+    module = EXPERIMENTS[name]
+    config = module.QUICK if quick else module.Config()
+    return {
+        "experiment": name,
+        "quick": quick,
+        "seed": seed,
+        "version": __version__,
+        "config": json.loads(json.dumps(dataclasses.asdict(config), default=str)),
+    }
+
+
+def _manifest(out_dir: Path, name: str) -> Path:
+    return out_dir / f"{name}.run.json"
+
+
+def _reusable(out_dir: Path, name: str, fingerprint: dict) -> dict | None:
+    """The manifest of a finished run of ``name`` with this fingerprint whose files are all
+    still there, else None."""
+    path = _manifest(out_dir, name)
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if manifest.get("fingerprint") != fingerprint:
+        return None
+    if not all((out_dir / file).is_file() for file in manifest.get("files", [])):
+        return None
+    return manifest
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
+def reproduce(
+    out_dir,
+    *,
+    quick: bool = False,
+    only=None,
+    force: bool = False,
+    seed: int = 0,
+    progress: bool = True,
+    console=None,
+) -> Reproduction:
+    """Run the experiments (all, or ``only``: names or a comma-separated string) into
+    ``out_dir``, reusing finished ones with the same configuration unless ``force``; check
+    the papers' claims against their CSVs and write ``out_dir/report.md`` and
+    ``out_dir/report.html``. A failing experiment is reported and does not stop the others."""
+    from rich.console import Console
+
+    names = _names(only)
+    out_dir = output_dir(out_dir)
+    console = console or Console(stderr=True)
+    started = time.perf_counter()
+    plans = {name: _fingerprint(name, quick, seed) for name in names}
+    reuse = {name: None if force else _reusable(out_dir, name, plans[name]) for name in names}
+    to_run = [name for name in names if reuse[name] is None]
+    expected = sum(EXPECTED_S.get(name, (60, 600))[0 if quick else 1] for name in to_run)
+    console.print(
+        f"reproduce: {len(names)} experiment(s), {len(to_run)} to run "
+        f"({', '.join(to_run) or 'none'}), expected about {_duration(expected)} on 2 cores"
+        + (f"; reusing {', '.join(n for n in names if reuse[n])}" if len(to_run) < len(names) else "")
+    )
+    parts = []
+    with show_progress("reproduce: experiments", len(names), enabled=progress) as advance:
+        for name in names:
+            parts.append(_one(name, out_dir, plans[name], reuse[name], quick, seed, progress, console))
+            advance()
+    seconds = time.perf_counter() - started
+    document = build_report(parts, out_dir, quick=quick, seed=seed, seconds=seconds)
+    markdown = out_dir / "report.md"
+    page = out_dir / "report.html"
+    markdown.write_text(to_markdown(document, out_dir), encoding="utf-8")
+    page.write_text(to_html(document), encoding="utf-8")
+    return Reproduction(parts, markdown, page, seconds)
+
+
+def _one(name, out_dir, fingerprint, manifest, quick, seed, progress, console) -> Part:
+    """Run (or reuse) one experiment and read its claims from its CSV."""
+    start = time.perf_counter()
+    if manifest is not None:
+        status, files, seconds = "reused", manifest["files"], float(manifest["seconds"])
+    else:
+        _manifest(out_dir, name).unlink(missing_ok=True)  # a run that stops now leaves none
+        try:
+            paths = run_experiment(name, out_dir, quick=quick, seed=seed, progress=progress, console=console)
+        except Exception as err:  # one experiment's failure is reported, the others go on
+            tail = "".join(traceback.format_exception(err)[-3:])
+            return Part(
+                name, "failed", time.perf_counter() - start, error=f"{type(err).__name__}: {err}\n{tail}"
+            )
+        seconds = time.perf_counter() - start
+        files = [Path(p).name for p in paths]
+        record = {"fingerprint": fingerprint, "files": files, "seconds": seconds}
+        _manifest(out_dir, name).write_text(json.dumps(record, indent=1), encoding="utf-8")
+        status = "ran"
+    try:
+        claims = claims_of(name, read_csv(out_dir / f"{name}.csv"))
+    except Exception as err:  # a claim that cannot be read is a failure of this part only
+        return Part(name, "failed", seconds, files, error=f"reading its claims: {type(err).__name__}: {err}")
+    return Part(name, status, seconds, files, claims)
+
+
+def environment(seed: int, quick: bool) -> list[tuple[str, str]]:
+    """The machine and the packages a reproduction ran with."""
+    rows = [
+        ("codedcomputing", __version__),
+        ("python", sys.version.split()[0]),
+        ("platform", platform.platform()),
+        ("CPUs", f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()}"),
+    ]
+    for package in ("numpy", "scipy", "torch", "ray", "matplotlib", "threadpoolctl", "rich", "typer"):
+        try:
+            rows.append((package, metadata.version(package)))
+        except metadata.PackageNotFoundError:
+            rows.append((package, "not installed"))
+    rows += [
+        (
+            "backends",
+            "threads (the embedded cluster), the simulated clock, and Ray where an experiment uses it",
+        ),
+        ("seed", str(seed)),
+        ("grid", "quick (--quick)" if quick else "full"),
+    ]
+    return rows
+
+
+def build_report(parts: list[Part], out_dir: Path, *, quick: bool, seed: int, seconds: float) -> Document:
+    """The report's blocks: the claim tables per paper, the figures, the experiments' status
+    and times, failures, and the environment."""
+    claims = [claim for part in parts for claim in part.claims]
+    count = {v: sum(c.verdict == v for c in claims) for v in ("held", "not held", "not measured")}
+    doc = Document(f"codedcomputing {__version__}: reproducing the papers' claims")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    failed = [part.name for part in parts if part.status == "failed"]
+    doc.paragraph(
+        f"Written {stamp} by `coded reproduce{' --quick' if quick else ''}` (seed {seed}) in "
+        f"{_duration(seconds)}: {len(parts)} experiment(s), {len(claims)} claims: {count['held']} held, "
+        f"{count['not held']} not held, {count['not measured']} not measured"
+        + (f"; failed: {', '.join(failed)}." if failed else ".")
+    )
+    doc.paragraph(
+        "Every measured figure and verdict below is computed from the experiment's CSV in this "
+        "folder; the claims' sentences, and the thresholds they name, are fixed in "
+        "codedcomputing.reproduce.claims."
+        + (" A --quick run uses smaller grids and fewer trials than the papers." if quick else "")
+    )
+    ran = {part.name for part in parts}
+    for paper in PAPERS.values():
+        mine = [c for c in claims if c.paper == paper.key]
+        tested = [name for name in paper.experiments if name in ran]
+        if not tested:
+            continue
+        doc.heading(1, f"{paper.title} ({paper.authors})")
+        if mine:
+            doc.table(
+                ("claim", "measured", "setting", "verdict"),
+                [(c.claim, c.measured, c.setting, c.verdict) for c in mine],
+            )
+        missing = [name for name in tested if any(p.name == name and p.status == "failed" for p in parts)]
+        doc.paragraph(
+            f"Experiments: {', '.join(tested)}."
+            + (f" Failed, so their claims are missing: {', '.join(missing)}." if missing else "")
+        )
+    doc.heading(1, "Figures")
+    for part in parts:
+        figures = [file for file in part.files if file.endswith(".png")]
+        if not figures:
+            continue
+        doc.heading(2, part.name)
+        for file in figures:
+            path = out_dir / file
+            text = figure_text(path)
+            shows = SHOWS.get(path.stem) or text["Title"] or path.stem
+            band = text["Description"]
+            doc.figure(path, f"{shows}." + (f" {band[0].upper()}{band[1:]}." if band else ""))
+    doc.heading(1, "Experiments")
+    doc.table(
+        ("experiment", "status", "time", "files"),
+        [(p.name, p.status, _duration(p.seconds), ", ".join(p.files) or "-") for p in parts],
+    )
+    for part in parts:
+        if part.status == "failed":
+            doc.heading(2, f"{part.name} failed")
+            doc.code(part.error)
+    doc.heading(1, "Environment")
+    doc.table(("", ""), environment(seed, quick))
+    return doc
