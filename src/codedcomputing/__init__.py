@@ -1,10 +1,12 @@
 """codedcomputing: straggler- and adversary-resilient approximate coded computing.
 
-import codedcomputing as cc
-code = cc.GCC(num_inputs=10, num_workers=50)
-coded = code.encode(X)                  # (50, ...) coded inputs, one per worker
-alive = cc.stragglers.random(50, 5, rng=0)
-est = code.decode(f(coded[alive]), alive)   # (10, ...) estimates of f(x_k)
+For ten inputs ``X`` (shape ``(10, ...)``) and any batch function ``f``::
+
+    import codedcomputing as cc
+    code = cc.GCC(num_inputs=10, num_workers=50)
+    coded = code.encode(X)                  # (50, ...) coded inputs, one per worker
+    alive = cc.stragglers.random(50, 5, rng=0)
+    est = code.decode(f(coded[alive]), alive)   # (10, ...) estimates of f(x_k)
 """
 
 from . import (

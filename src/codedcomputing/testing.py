@@ -1,4 +1,4 @@
-"""The conformance suite every code passes, shipped for codes of your own.
+"""The conformance suite every code passes, shipped for codes of your own. ::
 
     from codedcomputing.testing import check_code
     check_code(lambda num_inputs, num_workers: MyCode(num_inputs, num_workers))

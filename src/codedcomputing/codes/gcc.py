@@ -97,7 +97,8 @@ class GCC(Code):
     P. Moradi, B. Tahmasebi, M. A. Maddah-Ali. Coded computing for resilient distributed
     computing: a learning-theoretic framework (General Coded Computing). NeurIPS 2024.
 
-    C. H. Reinsch. Smoothing by spline functions. Numerische Mathematik 10, 1967.
+    C. H. Reinsch. Smoothing by spline functions.
+    Numerische Mathematik 10, 1967.
 
     Examples
     --------

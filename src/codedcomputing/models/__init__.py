@@ -1,4 +1,4 @@
-"""Models for coded inference: LeNet-5 and a small ViT, trained on real digits and cached.
+"""Models for coded inference: LeNet-5 and a small ViT, trained on real digits and cached. ::
 
     model = cc.models.load("lenet5")      # trains on first use (with progress), then cached
     logits = model(images)                # a torch module: any batch of (B, 1, 28, 28)

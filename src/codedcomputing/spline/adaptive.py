@@ -4,7 +4,7 @@ interpolant through the same points, blended by leave-one-out.
 For sorted knots ``t_1 < ... < t_n`` with values ``y_i`` (any trailing shape), ``L`` is the
 piecewise-linear interpolant and ``C`` the natural cubic spline through them, both held
 *constant* beyond ``[t_1, t_n]`` (extrapolating a gap's slope is what made the largest errors
-at the outermost inputs when edge workers straggled). The estimate at a point ``z`` is
+at the outermost inputs when edge workers straggled). The estimate at a point ``z`` is ::
 
     u(z) = L(z) + theta * (C(z) - L(z)),    theta in [0, 1], one per call,
 

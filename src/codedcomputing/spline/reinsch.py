@@ -1,11 +1,11 @@
 """Natural cubic smoothing splines in linear time (the Reinsch algorithm).
 
-For knots ``t_1 < ... < t_n`` and values ``y_i`` (any trailing shape), the spline
+For knots ``t_1 < ... < t_n`` and values ``y_i`` (any trailing shape), the spline ::
 
     u = argmin_u  (1/n) sum_i ||u(t_i) - y_i||^2  +  lam * int ||u''(t)||^2 dt
 
 is the natural cubic spline whose knot values ``g`` and knot second derivatives
-``gamma`` solve (Reinsch 1967, with ``l = n * lam``)
+``gamma`` solve (Reinsch 1967, with ``l = n * lam``) ::
 
     (R + l Q^T Q) gamma_inner = Q^T y,      g = y - l Q gamma_inner,
 
