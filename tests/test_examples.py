@@ -1,0 +1,49 @@
+"""Every script in ``examples/`` runs in its quick mode and reports that its claim held.
+
+Each example checks its own claim (an assertion, or ``sys.exit`` with a message) and prints
+its result, ending with a line that starts with ``ok:``. A new example is picked up here
+without editing this file; mark it in ``SLOW`` if its quick run takes more than ~10 s.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+SLOW = {"gcc_torch_ray.py"}  # ~17 s, most of it Ray starting and its workers importing torch
+NEEDS = {"gcc_torch_ray.py": "ray"}
+EXTRA_ARGS = {"pgc_training.py": ["--threads"]}  # its real-time path too: a few seconds more
+
+
+def test_examples_exist():
+    assert EXAMPLES, "no examples found"
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param(path, id=path.stem, marks=[pytest.mark.slow] if path.name in SLOW else [])
+        for path in EXAMPLES
+    ],
+)
+def test_example_runs_quick_and_its_claim_holds(script: Path):
+    module = NEEDS.get(script.name)
+    if module is not None and importlib.util.find_spec(module) is None:
+        pytest.skip(f"{script.name} needs {module}")
+    done = subprocess.run(
+        [sys.executable, str(script), "--quick", *EXTRA_ARGS.get(script.name, [])],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    output = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert done.returncode == 0, output
+    lines = done.stdout.strip().splitlines()
+    assert lines and lines[-1].startswith("ok: "), output
