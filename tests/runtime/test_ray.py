@@ -232,6 +232,18 @@ def test_ray_skip_min_s_is_checked():
             cc.RayCluster(skip_min_s=bad)
 
 
+def test_a_local_ray_is_started_afresh_even_beside_a_ray_start_cluster(monkeypatch):
+    """Without ``address``, ``ray.init`` would join a cluster that ``ray start`` left on this
+    machine and then refuse ``num_cpus``; RayCluster asks for a new local instance."""
+    ray = pytest.importorskip("ray")
+    calls = []
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kwargs: calls.append(kwargs))
+    cc.RayCluster(num_cpus=3)
+    cc.RayCluster(address="auto", num_cpus=3)
+    assert [(c["address"], c["num_cpus"]) for c in calls] == [("local", 3), ("auto", None)]
+
+
 def test_ray_missing_says_which_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ImportError, match=r"codedcomputing\[ray\]"):

@@ -23,6 +23,7 @@ from ..experiments.records import means
 __all__ = ["CLAIMS", "PAPERS", "Claim", "Paper", "claims_of"]
 
 SLOPE_TOLERANCE = 0.2
+WHO = {"threads": "threads", "ray": "Ray actors"}
 
 
 @dataclass(frozen=True)
@@ -425,7 +426,7 @@ def gradient_coding_claims(rows: list[dict]) -> list[Claim]:
             Claim(
                 "pgc",
                 "gradient-coding",
-                f"The simulated clock orders the schemes by time to target as real {backend} do "
+                f"The simulated clock orders the schemes by time to target as real {WHO[backend]} do "
                 "(one setting; this library's check of its simulator).",
                 f"{backend}: {' < '.join(real_order)}; simulated: {' < '.join(sim_order) or 'not run'}",
                 f"s = {s}, delay mean = compute, {trials} trial(s) on {backend}",

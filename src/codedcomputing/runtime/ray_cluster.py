@@ -189,8 +189,10 @@ class RayCluster(Cluster):
     """Workers as Ray tasks, on an existing Ray cluster or a local one.
 
     - ``address``: a running cluster's address (``"auto"``, ``"ray://host:10001"``), or
-      ``None`` to start a local Ray (``num_cpus`` CPUs, default all; no dashboard). If Ray
-      is already initialised in this process, that instance is used as is.
+      ``None`` to start a new local Ray (``num_cpus`` CPUs, default all; no dashboard),
+      even when a cluster started by ``ray start`` runs on this machine (``ray.init``'s
+      ``address="local"``: without it Ray would join that cluster and refuse ``num_cpus``).
+      If Ray is already initialised in this process, that instance is used as is.
     - ``f`` is put into the object store once per cluster (:meth:`share`), and every task
       gets the reference, not a fresh copy of ``f``.
     - Each worker is a stateless task with ``max_retries=0`` (a worker whose process dies
@@ -232,7 +234,7 @@ class RayCluster(Cluster):
         self._started = False
         if not ray.is_initialized():
             ray.init(
-                address=address,
+                address="local" if address is None else address,
                 num_cpus=num_cpus if address is None else None,
                 include_dashboard=False,
                 log_to_driver=False,
