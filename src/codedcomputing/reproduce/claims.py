@@ -81,6 +81,10 @@ class Claim:
     setting: str
     held: bool | None
 
+    def __post_init__(self):
+        if self.held is not None:  # a numpy bool from a comparison becomes a plain one
+            object.__setattr__(self, "held", bool(self.held))
+
     @property
     def verdict(self) -> str:
         return {True: "held", False: "not held", None: "not measured"}[self.held]

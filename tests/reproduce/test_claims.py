@@ -1,0 +1,208 @@
+"""Each experiment's claims on rows built so that the verdict is known: the claim holds on
+them, and changing one cell makes it fail where the claim says (so a verdict is never a
+constant)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from codedcomputing.experiments import gradient_coding
+from codedcomputing.reproduce.claims import claims_of
+
+
+def one(claims, start):
+    (claim,) = [c for c in claims if c.claim.startswith(start)]
+    return claim
+
+
+def test_stragglers_claim_names_the_worst_s_and_fails_where_bacc_wins():
+    rows = [
+        {
+            "model": "lenet5",
+            "scheme": scheme,
+            "num_inputs": 10,
+            "num_workers": 50,
+            "num_stragglers": s,
+            "trial": t,
+            "mse": (2.0 if scheme == "bacc" else 1.0) * (1 + s),
+        }
+        for scheme in ("gcc", "bacc")
+        for s in (0, 5, 10)
+        for t in range(2)
+    ]
+    (held,) = claims_of("stragglers", rows)
+    assert held.held and "above 1 at 3 of 3 S" in held.measured
+    for row in rows:
+        if row["scheme"] == "bacc" and row["num_stragglers"] == 5:
+            row["mse"] = 0.5 * 6
+    (failed,) = claims_of("stragglers", rows)
+    assert failed.held is False and "lowest at S = 5" in failed.measured and "0.5" in failed.measured
+
+
+def test_polynomial_claims_split_at_lccs_threshold():
+    n, threshold = 12, 7  # exact up to S = 5
+    rows = [
+        {
+            "scheme": scheme,
+            "num_inputs": 3,
+            "num_workers": n,
+            "recovery_threshold": threshold,
+            "num_stragglers": s,
+            "trial": 0,
+            "mse": (1e-20 if s <= 5 else 1e6) if scheme == "lcc" else 1.0,
+        }
+        for scheme in ("lcc", "gcc")
+        for s in range(10)
+    ]
+    claims = claims_of("polynomial", rows)
+    assert [c.held for c in claims] == [True, True]
+    assert "S = 0..5" in claims[0].setting and "S = 6..9" in claims[1].setting
+    rows[3]["mse"] = 1e-3  # LCC inexact at S = 3, inside its threshold
+    assert one(claims_of("polynomial", rows), "LCC recovers").held is False
+
+
+def adversarial_rows(slope_excess: float) -> list[dict]:
+    """MSE = (q/N)^(6/5) * N^slope_excess, so the fitted slope is the theory's plus the excess."""
+    rows = []
+    for a, n in itertools.product((0.0, 0.5), (50, 100, 200, 400)):
+        q = n**a
+        for scheme in ("robust-gcc", "robust-gcc-tukey"):
+            rows.append(
+                {
+                    "function": "xsinx",
+                    "attack": "random",
+                    "scheme": scheme,
+                    "exponent": a,
+                    "num_workers": n,
+                    "trial": 0,
+                    "mse": (q / n) ** 1.2 * n**slope_excess,
+                    "decode_s": 1e-4,
+                }
+            )
+    for scheme, seconds in (("robust-gcc", 1e-4), ("approxifer", 1e-3)):
+        rows.append(
+            {
+                "function": "xsinx",
+                "attack": "concentrated",
+                "scheme": scheme,
+                "exponent": "",
+                "num_workers": 200,
+                "trial": 0,
+                "mse": 1.0,
+                "decode_s": seconds,
+            }
+        )
+    return rows
+
+
+def test_adversarial_rate_claims_follow_the_fitted_slopes():
+    claims = claims_of("adversarial", adversarial_rows(0.0))
+    assert all(c.held for c in claims), [(c.claim, c.measured) for c in claims]
+    assert "2 of 2" in one(claims, "With q = N^a adversaries the error of robust GCC (the published").measured
+    assert "0.10x" in one(claims, "Robust GCC locates no one").measured
+    shallow = claims_of("adversarial", adversarial_rows(0.5))  # 0.5 steeper than allowed: fails
+    assert one(shallow, "With q = N^a adversaries the error of robust GCC (the published").held is False
+    # a = 0.5 gives slope -0.6 + 0.5 < 0 but a = 0 gives -1.2 + 0.5 < 0: still vanishing
+    assert one(shallow, "The error vanishes").held is True
+    assert one(claims_of("adversarial", adversarial_rows(1.5)), "The error vanishes").held is False
+
+
+def test_latency_claim_compares_gccs_p99_with_uncodeds_per_backend():
+    rng = np.random.default_rng(0)
+    rows = []
+    for scheme, wait_for, s, scale in (("uncoded", "complete", 0, 1.0), ("gcc", 40, 10, 0.5)):
+        for trial in range(50):
+            rows.append(
+                {
+                    "backend": "thread",
+                    "delay_model": "shifted-exp",
+                    "scheme": scheme,
+                    "num_stragglers": s,
+                    "wait_for": wait_for,
+                    "trial": trial,
+                    "latency_s": scale * (1 + rng.exponential()),
+                    "rel_acc": 1.0,
+                    "encode_s": 0.0,
+                    "decode_s": 0.0,
+                }
+            )
+    (claim,) = claims_of("latency", rows)
+    p99 = {
+        scheme: np.percentile([r["latency_s"] for r in rows if r["scheme"] == scheme], 99)
+        for scheme in ("uncoded", "gcc")
+    }
+    assert (
+        claim.held is bool(p99["gcc"] < p99["uncoded"])
+        and f"{p99['gcc'] / p99['uncoded']:.2f}x" in claim.measured
+    )
+
+
+def test_manifold_claim_fails_in_the_one_setting_it_loses():
+    rows = [
+        {
+            "task": "curve",
+            "num_inputs": 10,
+            "pattern": pattern,
+            "scheme": scheme,
+            "num_stragglers": s,
+            "trial": 0,
+            "mse": 0.1 if scheme == "manifold-gcc" else 1.0,
+        }
+        for pattern in ("random", "contiguous")
+        for scheme in ("gcc", "manifold-gcc")
+        for s in (0, 10)
+    ]
+    (held,) = claims_of("manifold", rows)
+    assert held.held and "8" not in held.measured and "4 of 4" in held.measured
+    rows[-1]["mse"] = 2.0  # contiguous, manifold-gcc, S = 10
+    (failed,) = claims_of("manifold", rows)
+    assert failed.held is False and "contiguous, S = 10" in failed.measured
+
+
+def training_rows(per_step: dict[str, float], backend="simulated", steps=10) -> list[dict]:
+    """Every scheme at s = 1 and 3, ratio 1: the same loss curve, a fixed time per step."""
+    rows = []
+    for scheme, s, trial in itertools.product(gradient_coding.SCHEMES, (1, 3), range(2)):
+        for step in range(steps + 1):
+            rows.append(
+                {
+                    "backend": backend,
+                    "scheme": scheme,
+                    "num_workers": 12,
+                    "num_stragglers": s,
+                    "delay_ratio": 1.0,
+                    "delays": "exponential",
+                    "step": step,
+                    "trial": trial,
+                    "loss": 1.0 / (1 + step),
+                    "wall_time_s": per_step[scheme] * step,
+                    "target_step": 5,
+                    "dataset": "digits",
+                    "model": "logistic",
+                }
+            )
+    return rows
+
+
+SECONDS = {"dgd": 3.0, "gc-fr": 4.0, "gc-cr": 5.0, "is-sgd": 2.0, "is-gc": 6.0, "pgc-fr": 1.0, "pgc-cr": 1.5}
+
+
+def test_gradient_coding_claims_from_times_to_target():
+    rows = training_rows(SECONDS)
+    claims = claims_of("gradient-coding", rows)
+    assert all(c.held for c in claims), [(c.claim, c.measured) for c in claims]
+    assert (
+        "GC / PGC time >= 4.00x"
+        in one(claims, "Pipelined GC reaches the target training loss sooner than GC (FR)").measured
+    )
+    assert "1.333x (is-sgd" in one(claims, "PGC-CR reaches").measured
+    slow = training_rows({**SECONDS, "pgc-cr": 2.5})  # now behind IS-SGD
+    assert one(claims_of("gradient-coding", slow), "PGC-CR reaches").held is False
+    # a real backend that swaps two schemes breaks the ordering claim; one that agrees keeps it
+    same = rows + training_rows(SECONDS, backend="threads")
+    assert one(claims_of("gradient-coding", same), "The simulated clock orders").held is True
+    swapped = rows + training_rows({**SECONDS, "dgd": 1.9}, backend="threads")
+    claim = one(claims_of("gradient-coding", swapped), "The simulated clock orders")
+    assert claim.held is False and "threads: pgc-fr < pgc-cr < dgd < is-sgd" in claim.measured
