@@ -165,10 +165,17 @@ def reproduce(
         + (f"; reusing {', '.join(n for n in names if reuse[n])}" if len(to_run) < len(names) else "")
     )
     parts = []
-    with show_progress("reproduce: experiments", len(names), enabled=progress) as advance:
+    # overall progress in expected seconds, so that its estimate of the time left weighs a
+    # 15-minute experiment as such (a reused one counts 1)
+    weight = {
+        name: 1 if reuse[name] else max(1, EXPECTED_S.get(name, (60, 600))[0 if quick else 1])
+        for name in names
+    }
+    total = sum(weight.values())
+    with show_progress("reproduce: expected seconds of work done", total, enabled=progress) as advance:
         for name in names:
             parts.append(_one(name, out_dir, plans[name], reuse[name], quick, seed, progress, console))
-            advance()
+            advance(weight[name])
     seconds = time.perf_counter() - started
     document = build_report(parts, out_dir, quick=quick, seed=seed, seconds=seconds)
     markdown = out_dir / "report.md"
