@@ -54,6 +54,7 @@ def mean_by(rows, *keys, value="mse"):
     return {key: float(np.mean(v)) for key, v in groups.items()}
 
 
+@pytest.mark.slow  # runs the quick experiments
 def test_the_claim_table_matches_the_csvs(quick_run):
     out, output = quick_run
     report = (out / "report.md").read_text()
@@ -94,6 +95,7 @@ def test_the_claim_table_matches_the_csvs(quick_run):
     assert f"{held} held" in report.splitlines()[2]
 
 
+@pytest.mark.slow  # runs the quick experiments
 def test_the_html_is_self_contained_with_every_figure(quick_run):
     out, _ = quick_run
     page = (out / "report.html").read_text()
@@ -112,6 +114,7 @@ def test_the_html_is_self_contained_with_every_figure(quick_run):
     assert "## Environment" in markdown and "| numpy |" in markdown and "| CPUs |" in markdown
 
 
+@pytest.mark.slow  # runs the quick experiments
 def test_a_second_run_reuses_finished_experiments_and_force_reruns(tmp_path):
     first = reproduce(tmp_path, quick=True, only=["polynomial"], progress=False)
     assert [p.status for p in first.parts] == ["ran"]
@@ -132,6 +135,7 @@ def test_a_second_run_reuses_finished_experiments_and_force_reruns(tmp_path):
     ] == ["ran"]
 
 
+@pytest.mark.slow  # runs the quick experiments
 def test_a_failing_experiment_is_reported_and_the_others_go_on(tmp_path, monkeypatch):
     def broken(config, seed, *, progress=True):
         raise RuntimeError("the model cache is unreadable")
