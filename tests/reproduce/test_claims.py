@@ -206,3 +206,14 @@ def test_gradient_coding_claims_from_times_to_target():
     swapped = rows + training_rows({**SECONDS, "dgd": 1.9}, backend="threads")
     claim = one(claims_of("gradient-coding", swapped), "The simulated clock orders")
     assert claim.held is False and "threads: pgc-fr < pgc-cr < dgd < is-sgd" in claim.measured
+
+
+def test_the_ordering_claim_treats_pairs_within_five_percent_on_the_simulated_clock_as_ties():
+    close = {**SECONDS, "is-gc": 5.1}  # 2% behind GC-CR on the simulated clock
+    rows = training_rows(close) + training_rows({**close, "is-gc": 4.9}, backend="ray")
+    claim = one(claims_of("gradient-coding", rows), "The simulated clock orders")
+    assert claim.held is True and "1 of 21 pairs swapped (gc-cr/is-gc 2.0% apart simulated)" in claim.measured
+    rows = training_rows(close) + training_rows({**close, "is-gc": 4.0}, backend="ray")
+    assert one(claims_of("gradient-coding", rows), "The simulated clock orders").held is True  # still a tie
+    rows = training_rows({**SECONDS, "is-gc": 6.0}) + training_rows({**SECONDS, "is-gc": 4.9}, backend="ray")
+    assert one(claims_of("gradient-coding", rows), "The simulated clock orders").held is False  # 20% apart
