@@ -213,7 +213,7 @@ def test_the_ordering_claim_treats_pairs_within_five_percent_on_the_simulated_cl
     rows = training_rows(close) + training_rows({**close, "is-gc": 4.9}, backend="ray")
     claim = one(claims_of("gradient-coding", rows), "The simulated clock orders")
     assert claim.held is True and "1 of 21 pairs swapped (gc-cr/is-gc 2.0% apart simulated)" in claim.measured
-    rows = training_rows(close) + training_rows({**close, "is-gc": 4.0}, backend="ray")
+    rows = training_rows(close) + training_rows({**close, "is-gc": 4.5}, backend="ray")
     assert one(claims_of("gradient-coding", rows), "The simulated clock orders").held is True  # still a tie
     rows = training_rows({**SECONDS, "is-gc": 6.0}) + training_rows({**SECONDS, "is-gc": 4.9}, backend="ray")
     assert one(claims_of("gradient-coding", rows), "The simulated clock orders").held is False  # 20% apart
