@@ -37,13 +37,13 @@ __all__ = ["EXPECTED_S", "Part", "Reproduction", "reproduce"]
 # Seconds each experiment took on 2 cores with the models cached (quick, full), measured with
 # `coded reproduce`; used only to say how long a run will take before it starts.
 EXPECTED_S = {
-    "stragglers": (10, 75),
-    "polynomial": (3, 5),
-    "rates": (6, 12),
-    "latency": (45, 900),
-    "manifold": (40, 230),
-    "adversarial": (15, 50),
-    "gradient-coding": (60, 420),
+    "stragglers": (5, 35),
+    "polynomial": (2, 7),
+    "rates": (5, 10),
+    "latency": (15, 600),
+    "manifold": (6, 220),
+    "adversarial": (3, 50),
+    "gradient-coding": (45, 420),
 }
 
 # What each figure shows, by file name; the band is read from the figure itself
