@@ -117,7 +117,7 @@ def tune(
     Minimises the mean, over ``trials`` straggler patterns, of ``metrics.mse(estimate,
     f(X))``, where ``estimate`` is ``GCC(K, N, lambda_enc, lambda_dec, decoding=decoding,
     points=points).decode(f(coded)[alive], alive)``, ``K = len(X)`` and ``N =
-    num_workers`` (with the default ``decoding="auto"``, ``lambda_dec = 0`` is the adaptive
+    num_workers`` (with the default ``decoding="auto"``, ``lambda_dec = 0`` is the gap-aware
     decoder and a positive one the smoothing spline). Returns a :class:`TuningResult` (ties
     go to the earliest pair, row by row).
 
