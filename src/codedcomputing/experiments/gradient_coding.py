@@ -371,16 +371,17 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     axes[2].set_yscale("log")
     axes[2].set_title("(c) time to target" + (" (faint: the larger delay)" if len(ratios) > 1 else ""))
     axes[2].legend(fontsize=6, ncol=2)
-    if not sweep_ratios:
+    if sweep_ratios:
+        axes[3].set_xscale("log")
+        axes[3].set_xticks(sweep_ratios, [f"{r:g}" for r in sweep_ratios])
+        axes[3].xaxis.set_minor_locator(plt.NullLocator())
+        axes[3].set_yscale("log")
+        axes[3].set_xlabel("delay mean / per-partition compute")
+        axes[3].set_ylabel("virtual s to the target loss")
+        axes[3].set_title(f"(d) the delay sweep, s = {sweep_s}")
+        axes[3].legend(fontsize=7)
+    else:  # a config without the sweep
         axes[3].set_axis_off()
-    axes[3].set_xscale("log")
-    axes[3].set_xticks(sweep_ratios, [f"{r:g}" for r in sweep_ratios])
-    axes[3].xaxis.set_minor_locator(plt.NullLocator())
-    axes[3].set_yscale("log")
-    axes[3].set_xlabel("delay mean / per-partition compute")
-    axes[3].set_ylabel("virtual s to the target loss")
-    axes[3].set_title(f"(d) the delay sweep, s = {sweep_s}")
-    axes[3].legend(fontsize=7)
     if bursty:
         b_stragglers = sorted({key[1] for key in bursty})
         for scheme in SCHEMES:
