@@ -168,3 +168,13 @@ def test_every_model_option_builds_a_problem_that_trains(model):
     assert history[-1].loss < history[0].loss
     with pytest.raises(ValueError, match="model"):
         gradient_coding.problem(gradient_coding.Config(dataset="digits", model="resnet"), 0)
+
+
+def test_a_grid_without_the_sweep_or_bursty_rows_still_draws(rows, tmp_path):
+    kept = [
+        {**r, "in_sweep": False}
+        for r in rows
+        if r["delays"] == "exponential" and r["delay_ratio"] == 1.0 and r["backend"] == "simulated"
+    ]
+    (path,) = gradient_coding.plot(kept, tmp_path)
+    assert path.is_file() and path.stat().st_size > 10_000
