@@ -29,7 +29,7 @@ K, N, S, DEADLINE_S = 10, 40, 10, 0.4  # Ray's dispatch costs ms a task: a longe
 
 def lenet5(quick: bool) -> tuple[torch.nn.Module, str]:
     """The trained LeNet-5 if it is cached (or may be trained: not ``quick``), else an untrained one."""
-    if not quick or cc.models.weights_path("lenet5", cc.models.MODELS["lenet5"][1]).exists():
+    if not quick or cc.models.is_cached("lenet5"):
         return cc.models.load("lenet5"), "trained"
     torch.manual_seed(0)
     return LeNet5(LeNet5Config(image_size=28)).eval(), "untrained"

@@ -74,7 +74,9 @@ def test_cache_directory_can_be_overridden(cache):
 
 
 def test_load_trains_once_then_reads_the_cache(cache, monkeypatch):
+    assert not models.is_cached("lenet5", TINY)
     first = models.load("lenet5", TINY, progress=False)
+    assert models.is_cached("lenet5", TINY) and not models.is_cached("vit", TINY)
     weights = models.weights_path("lenet5", TINY)
     assert weights.exists()
     state = torch.load(weights, weights_only=True)  # a plain state_dict: no pickled code

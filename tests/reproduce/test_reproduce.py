@@ -164,3 +164,20 @@ def test_every_experiment_has_claims_and_a_paper():
     assert set(CLAIMS) == set(EXPERIMENTS)
     tested = {name for paper in PAPERS.values() for name in paper.experiments}
     assert tested == set(EXPERIMENTS)
+
+
+def test_the_expected_time_adds_training_for_models_not_cached(tmp_path, monkeypatch):
+    from rich.console import Console
+
+    from codedcomputing import models
+
+    def not_run(config, seed, *, progress=True):
+        raise RuntimeError("not run in this test")
+
+    monkeypatch.setattr(EXPERIMENTS["stragglers"], "run", not_run)
+    monkeypatch.setattr(models, "is_cached", lambda name, recipe=None: name == "lenet5")
+    console = Console(record=True, width=200)
+    done = reproduce(tmp_path, only="stragglers", progress=False, console=console)
+    said = console.export_text()
+    assert "plus about 3 min 30 s to train vit (not cached yet)" in said and "lenet5 (" not in said
+    assert [p.status for p in done.parts] == ["failed"]

@@ -33,6 +33,7 @@ __all__ = [
     "TrainingRecipe",
     "cache_dir",
     "evaluate",
+    "is_cached",
     "load",
     "numpy_function",
     "train",
@@ -84,6 +85,15 @@ def weights_path(name: str, recipe: TrainingRecipe) -> Path:
     canonical = json.dumps(asdict(recipe), sort_keys=True, separators=(",", ":"))
     key = hashlib.sha256(canonical.encode()).hexdigest()[:12]
     return cache_dir() / f"{name}-{recipe.dataset}-{key}.pt"
+
+
+def is_cached(name: str, recipe: TrainingRecipe | None = None) -> bool:
+    """Whether :func:`load` finds ``name`` (with ``recipe``, default its own) in the cache,
+    so that it will not train: the weights and their sidecar are there (:func:`load` still
+    checks them, and retrains an entry that fails)."""
+    _check_name(name)
+    weights, meta = _paths(name, recipe or MODELS[name][1])
+    return weights.exists() and meta.exists()
 
 
 def _paths(name: str, recipe: TrainingRecipe) -> tuple[Path, Path]:

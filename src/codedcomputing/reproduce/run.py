@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from .. import models
 from .._progress import progress as show_progress
 from .._version import __version__
 from ..experiments import EXPERIMENTS, run_experiment
@@ -45,6 +46,17 @@ EXPECTED_S = {
     "adversarial": (3, 50),
     "gradient-coding": (45, 420),
 }
+
+# The trained networks each experiment loads (trained on first use, then cached), and the
+# seconds training took here: added to the expected time when a model is not cached.
+MODELS_USED = {
+    "stragglers": ("lenet5", "vit"),
+    "rates": ("lenet5",),
+    "latency": ("lenet5",),
+    "manifold": ("lenet5", "vit"),
+    "adversarial": ("lenet5",),
+}
+TRAIN_S = {"lenet5": 35, "vit": 210}
 
 # What each figure shows, by file name; the band is read from the figure itself
 # (the caption the experiment wrote into it: :func:`~codedcomputing.experiments.records.figure_text`).
@@ -159,9 +171,16 @@ def reproduce(
     reuse = {name: None if force else _reusable(out_dir, name, plans[name]) for name in names}
     to_run = [name for name in names if reuse[name] is None]
     expected = sum(EXPECTED_S.get(name, (60, 600))[0 if quick else 1] for name in to_run)
+    untrained = sorted({m for name in to_run for m in MODELS_USED.get(name, ()) if not models.is_cached(m)})
+    training = (
+        f", plus about {_duration(sum(TRAIN_S[m] for m in untrained))} to train {', '.join(untrained)} "
+        "(not cached yet)"
+        if untrained
+        else ""
+    )
     console.print(
         f"reproduce: {len(names)} experiment(s), {len(to_run)} to run "
-        f"({', '.join(to_run) or 'none'}), expected about {_duration(expected)} on 2 cores"
+        f"({', '.join(to_run) or 'none'}), expected about {_duration(expected)} on 2 cores{training}"
         + (f"; reusing {', '.join(n for n in names if reuse[n])}" if len(to_run) < len(names) else "")
     )
     parts = []
