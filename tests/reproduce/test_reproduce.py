@@ -181,3 +181,20 @@ def test_the_expected_time_adds_training_for_models_not_cached(tmp_path, monkeyp
     said = console.export_text()
     assert "plus about 3 min 30 s to train vit (not cached yet)" in said and "lenet5 (" not in said
     assert [p.status for p in done.parts] == ["failed"]
+
+
+@pytest.mark.slow  # runs the quick polynomial experiment
+def test_a_reused_experiment_that_ran_with_other_versions_is_named_in_the_report(tmp_path):
+    reproduce(tmp_path, quick=True, only="polynomial", progress=False)
+    manifest_path = tmp_path / "polynomial.run.json"
+    manifest = json.loads(manifest_path.read_text())
+    assert manifest["environment"]["numpy"] == np.__version__
+    report = (tmp_path / "report.md").read_text()
+    assert "another environment" not in report
+    manifest["environment"]["numpy"] = "1.0.0"
+    manifest_path.write_text(json.dumps(manifest))
+    assert [p.status for p in reproduce(tmp_path, quick=True, only="polynomial", progress=False).parts] == [
+        "reused"
+    ]
+    report = (tmp_path / "report.md").read_text()
+    assert "Reused experiments that ran in another environment: polynomial ran with numpy 1.0.0." in report

@@ -85,6 +85,7 @@ class Part:
     files: list[str] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)
     error: str = ""
+    environment: dict = field(default_factory=dict)  # what it ran with (a reused part: then)
 
 
 @dataclass
@@ -209,6 +210,7 @@ def _one(name, out_dir, fingerprint, manifest, quick, seed, progress, console) -
     start = time.perf_counter()
     if manifest is not None:
         status, files, seconds = "reused", manifest["files"], float(manifest["seconds"])
+        ran_with = dict(manifest.get("environment", {}))
     else:
         _manifest(out_dir, name).unlink(missing_ok=True)  # a run that stops now leaves none
         try:
@@ -220,14 +222,15 @@ def _one(name, out_dir, fingerprint, manifest, quick, seed, progress, console) -
             )
         seconds = time.perf_counter() - start
         files = [Path(p).name for p in paths]
-        record = {"fingerprint": fingerprint, "files": files, "seconds": seconds}
+        ran_with = dict(environment(seed, quick))
+        record = {"fingerprint": fingerprint, "files": files, "seconds": seconds, "environment": ran_with}
         _manifest(out_dir, name).write_text(json.dumps(record, indent=1), encoding="utf-8")
         status = "ran"
     try:
         claims = claims_of(name, read_csv(out_dir / f"{name}.csv"))
     except Exception as err:  # a claim that cannot be read is a failure of this part only
         return Part(name, "failed", seconds, files, error=f"reading its claims: {type(err).__name__}: {err}")
-    return Part(name, status, seconds, files, claims)
+    return Part(name, status, seconds, files, claims, environment=ran_with)
 
 
 def environment(seed: int, quick: bool) -> list[tuple[str, str]]:
@@ -313,5 +316,16 @@ def build_report(parts: list[Part], out_dir: Path, *, quick: bool, seed: int, se
             doc.heading(2, f"{part.name} failed")
             doc.code(part.error)
     doc.heading(1, "Environment")
-    doc.table(("", ""), environment(seed, quick))
+    now = environment(seed, quick)
+    doc.table(("", ""), now)
+    changed = []
+    for part in parts:
+        if part.status != "reused":
+            continue
+        then = part.environment
+        diffs = [f"{key} {then.get(key, 'unknown')}" for key, value in now if then.get(key) != value]
+        if diffs:
+            changed.append(f"{part.name} ran with {', '.join(diffs)}")
+    if changed:
+        doc.paragraph("Reused experiments that ran in another environment: " + "; ".join(changed) + ".")
     return doc
