@@ -6,17 +6,24 @@ gradients over the partitions it holds).
   matrix ``B`` and the decoding weights ``a`` with ``a^T B_F = 1^T``;
 - :func:`simulate` (:mod:`.training`): SGD with every scheme (DGD, GC-FR/CR, IS-SGD, IS-GC,
   PGC-FR/CR) on a virtual clock, reproducible step for step;
-- :func:`train_on_cluster` (:mod:`.cluster`): the same schemes on a thread cluster, with
-  stateful workers (:class:`WorkerState`) and real time.
+- :func:`train_on_cluster` (:mod:`.cluster`): the same schemes on a thread cluster or Ray,
+  with stateful workers (:class:`WorkerState`), real time and a deadline per step.
+
+Faulty workers (a gradient that raises, returns NaN or the wrong shape, hangs) are
+stragglers on both trainers; an exact scheme (:data:`EXACT_SCHEMES`) that cannot decode
+raises :class:`TooManyStragglersError`, an approximate one takes a flagged degraded step
+(``Step.degraded``): the table is in :mod:`.training`.
 """
 
 from .cluster import WorkerState
 from .cluster import train as train_on_cluster
 from .codes import CODES, CyclicRepetition, FractionalRepetition, GradientCode, TooManyStragglersError
-from .training import SCHEMES, Problem, Step, simulate
+from .training import EXACT_SCHEMES, FAULT_KINDS, SCHEMES, Problem, Step, simulate
 
 __all__ = [
     "CODES",
+    "EXACT_SCHEMES",
+    "FAULT_KINDS",
     "SCHEMES",
     "CyclicRepetition",
     "FractionalRepetition",

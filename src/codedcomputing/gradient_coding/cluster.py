@@ -1,74 +1,166 @@
-"""The same training schemes on a real cluster of the runtime (threads): stateful workers that
-hold their partitions and, under pipelining, their stored gradients between steps.
+"""The same training schemes on a real cluster of the runtime (threads, Ray): stateful workers
+that hold their partitions and, under pipelining, their stored gradients between steps.
 
 Each worker is a :class:`WorkerState` created once (its partitions and its stored
 gradients stay with it; only ``theta`` and the step travel per step). A step is one
-``cluster.submit`` of a tiny per-worker input (the worker's index and the step) and one
-``cluster.collect`` that waits for what the scheme needs (all ``n``, the fastest ``n - s``,
-or the first arrival of every FR group), so stragglers of a step never hold up the next
-step's dispatch: they finish in the background and, the step being closed, their work is
-discarded (a pipelined worker then keeps its older stored gradient, as on the simulated
-clock: its fresh gradient is kept only when its result arrived in time).
+``cluster.submit`` of a tiny per-worker input (the worker's index) and one ``cluster.collect``
+that waits for what the scheme needs (all ``n``, the fastest ``n - s``, or the first arrival
+of every FR group) or until the step's deadline, so stragglers of a step never hold up the
+next step's dispatch: the step being closed, their work is discarded (a pipelined worker
+then keeps its older stored gradient, as on the simulated clock: its fresh gradient is kept
+only when its result arrived in time). What a scheme does with too few usable messages (an
+exact one raises, an approximate one takes a flagged, *degraded* step) is the table of
+:mod:`~codedcomputing.gradient_coding.training`.
+
+**Deadlines.** ``step_timeout_s`` seconds after a step's dispatch the master stops waiting
+for it: the workers not in are its stragglers. ``None`` (the default) is automatic: the
+first step may take up to :data:`FIRST_STEP_TIMEOUT_S` (60 s), each later one
+:data:`STEP_TIMEOUT_FACTOR` (10) times the median of the earlier steps that did not time
+out, and at least :data:`MIN_STEP_TIMEOUT_S` (1 s). ``math.inf``: no deadline (a hung worker
+then hangs a scheme that needs it).
+
+**Busy and hung workers.** A worker still computing an earlier step (a gradient that hangs,
+or runs past its step) is not given another: its task for the new step fails at once
+("still computing"), so it is a straggler of every step until it returns, and a hung
+gradient holds one thread (one slot of its Ray actor), never more. A worker's injected delay
+is slept *after* its compute and ends when its step closes, as does an injected ``"hang"``:
+a worker that is only late is free again for the next step, as on the simulated clock.
 
 Time is real: each worker computes its partitions (``s + 1`` for GC, one for PGC) and then
 sleeps its delay for the step, drawn from ``delays`` (any :mod:`codedcomputing.runtime.delays`
 model, seeded), so the delay adds to the real compute as on the simulated clock (a
 cluster's own ``delays`` would instead set each result's earliest arrival). Meant for a
-:class:`~codedcomputing.ThreadCluster` with a thread per worker and some to spare (a
-straggler's sleeping task holds its thread into the next step); a
+:class:`~codedcomputing.ThreadCluster` with a thread per worker and some to spare; a
 :class:`~codedcomputing.SimulatedCluster` would charge every task the same ``compute_s``
 whatever its load, so use :func:`~codedcomputing.gradient_coding.simulate` for the virtual
-clock. On a :class:`~codedcomputing.RayCluster` each worker is a Ray actor that keeps its
-state in its own process (:func:`_train_on_ray`).
+clock. The cluster's own ``faults`` apply too (on threads around each worker's task, on Ray
+inside the actors). On a :class:`~codedcomputing.RayCluster` each worker is a Ray actor that
+keeps its state in its own process (:func:`_train_on_ray`).
 """
 
 from __future__ import annotations
 
+import collections
+import math
 import threading
 import time
+import warnings
 
 import numpy as np
 
 from ..runtime.clusters import Cluster
 from ..runtime.delays import DelayModel
+from ..runtime.faults import InjectedFault
 from ..runtime.ray_cluster import RayCluster, _ray
-from .codes import CyclicRepetition, FractionalRepetition
-from .training import Problem, Step, check_run, combine
+from .codes import TooManyStragglersError
+from .training import (
+    Ages,
+    Problem,
+    Run,
+    Step,
+    WorkerFailure,
+    check_run,
+    check_step_timeout,
+    checked_gradient,
+    inject,
+    message_problem,
+    shortfall,
+    warn_degraded,
+)
 
-__all__ = ["WorkerState", "train"]
+__all__ = [
+    "FIRST_STEP_TIMEOUT_S",
+    "MAX_CACHED_PROBLEMS",
+    "MIN_STEP_TIMEOUT_S",
+    "STEP_TIMEOUT_FACTOR",
+    "WorkerBusy",
+    "WorkerState",
+    "train",
+]
+
+FIRST_STEP_TIMEOUT_S = 60.0
+STEP_TIMEOUT_FACTOR = 10.0
+MIN_STEP_TIMEOUT_S = 1.0
+HANG_LIMIT_S = 600.0  # an injected hang ends by then even if its step is never closed
+SETUP_TIMEOUT_S = 120.0  # Ray: starting and resetting the actors before the clock starts
+MAX_CACHED_PROBLEMS = 2  # Ray: the problems whose actors a cluster keeps for later runs
+
+
+class WorkerBusy(WorkerFailure):
+    """The worker is still computing an earlier step: a straggler of this one."""
 
 
 class WorkerState:
     r"""One worker's state: its partitions, its scheme's coefficients over them, and (for
-    pipelined schemes) the latest gradient of each partition with the step it was computed
-    at. :meth:`work` runs one step; under pipelining its fresh gradients stay pending until
-    the master :meth:`settle`\ s the step, keeping them only if the worker's result arrived
-    in time (a late worker's work is lost, as on the simulated clock)."""
+    pipelined schemes) the latest gradient of each partition. :meth:`work` runs one step;
+    under pipelining its fresh gradients stay pending until the master :meth:`settle`\ s the
+    step, keeping them only if the worker's result arrived in time (a late worker's work is
+    lost, as on the simulated clock). ``stamps``: the step each stored gradient was computed
+    at (-1: none yet)."""
 
     def __init__(self, worker: int, partitions, coefficients, pipelined: bool):
-        self.worker = worker
+        self.worker = int(worker)
         self.partitions = [int(p) for p in partitions]
         self.coefficients = np.asarray(coefficients, dtype=np.float64)
-        self.pipelined = pipelined
+        self.pipelined = bool(pipelined)
         self.stored: dict[int, np.ndarray] = {}
-        self.stamps = np.zeros(len(self.partitions), dtype=np.int64)
+        self.stamps = np.full(len(self.partitions), -1, dtype=np.int64)
         self.pending: dict[int, dict[int, np.ndarray]] = {}  # step -> slot -> fresh gradient
         self.closed = -1  # the last step settled: later work for it or earlier is dropped
+        self.computing: int | None = None  # the step whose gradients are being computed
         self.lock = threading.Lock()
 
-    def work(self, problem: Problem, theta: np.ndarray, t: int) -> np.ndarray:
+    def work(
+        self,
+        problem: Problem,
+        theta: np.ndarray,
+        t: int,
+        *,
+        fault: str | None = None,
+        closed: threading.Event | None = None,
+        seed: int = 0,
+    ) -> np.ndarray:
         """This step's message. GC, IS and DGD: the coefficient-weighted sum of fresh
         gradients over its partitions (DGD and IS-SGD hold one). PGC: recompute partition
-        slot ``t mod (s + 1)`` (all of them at step 0) and send the sum of the stored ones
-        with the fresh one in its slot."""
+        slot ``t mod (s + 1)`` (and every slot it holds no gradient for: all of them at step
+        0, kept however late the message) and send the sum of the stored ones with the
+        fresh ones in their slots.
+
+        Raises :class:`WorkerBusy` at once while an earlier step is still being computed,
+        and :class:`~.training.WorkerFailure` for a gradient that is not a finite vector of
+        the parameters' shape. ``fault``: an injected fault
+        (:data:`~.training.FAULT_KINDS`); ``"hang"`` waits for ``closed`` (the step's end)."""
+        if fault == "raise":
+            raise InjectedFault("injected fault: worker raised")
+        if fault == "hang":
+            (closed if closed is not None else threading.Event()).wait(HANG_LIMIT_S)
+            raise InjectedFault("injected fault: worker hung until its step was over")
+        with self.lock:
+            if self.computing is not None:
+                raise WorkerBusy(f"worker {self.worker} is still computing step {self.computing + 1}")
+            self.computing = t
+        try:
+            message = self._compute(problem, theta, t)
+        finally:
+            with self.lock:
+                self.computing = None
+        return inject(fault, message, seed)
+
+    def _compute(self, problem, theta, t) -> np.ndarray:
         if not self.pipelined:
             pairs = zip(self.coefficients, self.partitions, strict=True)
-            return sum(c * problem.gradient(theta, j) for c, j in pairs)
-        slots = range(len(self.partitions)) if t == 0 else [t % len(self.partitions)]
-        fresh = {slot: problem.gradient(theta, self.partitions[slot]) for slot in slots}
+            return sum(c * checked_gradient(problem, theta, j) for c, j in pairs)
         with self.lock:
+            missing = [slot for slot, j in enumerate(self.partitions) if j not in self.stored]
+        slots = sorted(set(missing) | {t % len(self.partitions)})
+        fresh = {slot: checked_gradient(problem, theta, self.partitions[slot]) for slot in slots}
+        with self.lock:
+            for slot in missing:  # filling in is kept however late: it holds every slot after one step
+                if self.partitions[slot] not in self.stored:
+                    self.stored[self.partitions[slot]] = fresh[slot]
+                    self.stamps[slot] = t
             if t > self.closed:
-                self.pending[t] = fresh
+                self.pending[t] = {slot: g for slot, g in fresh.items() if slot not in missing}
             current = dict(self.stored)
         current.update({self.partitions[slot]: g for slot, g in fresh.items()})
         return sum(current.values())
@@ -86,6 +178,26 @@ class WorkerState:
                 del self.pending[step]
 
 
+class StepDeadline:
+    """Each step's deadline in seconds: ``step_timeout_s`` if given, else automatic (module
+    docstring)."""
+
+    def __init__(self, step_timeout_s: float | None):
+        self.fixed = step_timeout_s
+        self.times: list[float] = []
+
+    def seconds(self) -> float:
+        if self.fixed is not None:
+            return self.fixed
+        if not self.times:
+            return FIRST_STEP_TIMEOUT_S
+        return max(MIN_STEP_TIMEOUT_S, STEP_TIMEOUT_FACTOR * float(np.median(self.times)))
+
+    def record(self, step_s: float, timed_out: bool) -> None:
+        if not timed_out:
+            self.times.append(step_s)
+
+
 def train(
     scheme: str,
     problem: Problem,
@@ -97,66 +209,102 @@ def train(
     delays: DelayModel | None = None,
     seed=0,
     code_seed: int = 0,
+    faults=None,
+    step_timeout_s: float | None = None,
 ) -> list[Step]:
     """Run ``scheme`` (one of :data:`~codedcomputing.gradient_coding.SCHEMES`) for ``steps``
     steps on ``cluster``, one worker per partition of ``problem``, each worker sleeping a
     delay from ``delays`` (seeded by ``seed``) after its compute; return the steps (step 0,
-    the start, first), with real seconds."""
-    scheme, n, s, steps, lr, rng = check_run(scheme, problem, num_stragglers, steps, lr, delays, seed)
-    if delays is not None:
-        delays.reset()  # a model with memory starts afresh
+    the start, first), with real seconds.
+
+    ``faults``: injected worker faults (``None``, ``{worker: kind}`` or a
+    :mod:`codedcomputing.faults` model; :mod:`~codedcomputing.gradient_coding.training`).
+    ``step_timeout_s``: each step's deadline in seconds (``None``: automatic; module
+    docstring). Raises :class:`~.codes.TooManyStragglersError` (with ``history``) when an
+    exact scheme cannot decode a step; warns when an approximate one took degraded steps."""
+    run = check_run(scheme, problem, num_stragglers, steps, lr, delays, seed, code_seed, faults)
     if not isinstance(cluster, Cluster):
         raise ValueError(f"cluster must be a codedcomputing cluster (ThreadCluster, ...), got {cluster!r}")
-    fr = FractionalRepetition(n, s) if scheme in ("gc-fr", "pgc-fr") else None
-    cr = CyclicRepetition(n, s, code_seed) if scheme == "gc-cr" else None
-    workers = []
-    for i in range(n):
-        if scheme in ("dgd", "is-sgd"):
-            parts, coefficients = [i], [1.0]
-        elif fr is not None:
-            parts = fr.partitions(i)
-            coefficients = fr.encoding_matrix[i, parts]
-        else:
-            parts = (i + np.arange(s + 1)) % n
-            coefficients = cr.encoding_matrix[i, parts] if cr is not None else np.ones(s + 1)
-        workers.append(WorkerState(i, parts, coefficients, scheme.startswith("pgc")))
-    if scheme == "dgd":
-        wait_for = n
-    elif fr is not None:
-        wait_for = lambda alive: len({fr.group(i) for i in alive}) == fr.num_groups  # noqa: E731
-    else:
-        wait_for = n - s
+    deadline = StepDeadline(check_step_timeout(step_timeout_s))
+    if delays is not None:
+        delays.reset()  # a model with memory starts afresh
     if isinstance(cluster, RayCluster):
-        return _train_on_ray(scheme, problem, workers, wait_for, s, steps, lr, delays, rng, fr, cr, cluster)
+        history = _train_on_ray(run, delays, deadline, cluster)
+    else:
+        history = _train_on_threads(run, delays, deadline, cluster)
+    warn_degraded(run, history)
+    return history
+
+
+def _step_inputs(run: Run, delays, t: int):
+    """This step's ``(delays, faults, noise seeds)``."""
+    n = run.n
+    delay = np.zeros(n) if delays is None else np.asarray(delays.sample(n, run.rng), dtype=np.float64)
+    return delay, run.step_faults(), run.noise_seeds(t)
+
+
+def _decode(run: Run, t: int, messages, alive, failed, late, deadline_s, history):
+    """``run.combine`` with the step's context in the error."""
+    try:
+        return run.combine(messages, alive)
+    except TooManyStragglersError as err:
+        raise TooManyStragglersError(
+            shortfall(run, t + 1, err, alive, failed, late, deadline_s), missing=err.missing, history=history
+        ) from err
+
+
+def _train_on_threads(run: Run, delays, deadline: StepDeadline, cluster: Cluster) -> list[Step]:
+    problem, n = run.problem, run.n
+    workers = [WorkerState(i, run.partitions(i), run.coefficients(i), run.pipelined) for i in range(n)]
+    rows = np.arange(n, dtype=np.float64)[:, None]
     theta = problem.initial.copy()
     history = [Step(0, 0.0, 0.0, float(problem.loss(theta)))]
     wall = 0.0
-    for t in range(steps):
-        delay = np.zeros(n) if delays is None else np.asarray(delays.sample(n, rng), dtype=np.float64)
+    closed = threading.Event()
+    try:
+        for t in range(run.steps):
+            delay, faults, seeds = _step_inputs(run, delays, t)
+            closed = threading.Event()  # set when the step ends: sleeping and hung workers return
 
-        def task(row, theta=theta, t=t, delay=delay):
-            worker = workers[int(np.asarray(row).ravel()[0])]
-            message = worker.work(problem, theta, t)
-            time.sleep(float(delay[worker.worker]))  # a slow worker, after its compute
-            return message[None]
+            def task(row, theta=theta, t=t, delay=delay, faults=faults, seeds=seeds, closed=closed):
+                worker = workers[int(np.asarray(row).ravel()[0])]
+                i = worker.worker
+                fault, seed = faults.get(i), int(seeds[i])
+                message = worker.work(problem, theta, t, fault=fault, closed=closed, seed=seed)
+                closed.wait(float(delay[i]))  # a slow worker, after its compute
+                return message[None]
 
-        call = cluster.submit(task, np.arange(n, dtype=np.float64)[:, None])
-        gathered = cluster.collect(call, wait_for)
-        arrived = set(int(i) for i in gathered.alive)
-        for worker in workers:  # the step closes: late workers' work is dropped
-            worker.settle(t, worker.worker in arrived)
-        if gathered.results is None:
-            summary = gathered.workers.failure_summary()
-            raise RuntimeError(f"step {t + 1}: no usable result arrived; {summary}")
-        alive = [int(i) for i in gathered.alive]
-        messages = np.asarray(gathered.results, dtype=np.float64).reshape(len(alive), -1)
-        estimate, used = combine(scheme, messages, alive, n, s, fr, cr)
-        theta = theta - lr * estimate
-        wall += gathered.wall_s
-        ages = None
-        if scheme.startswith("pgc"):
-            ages = np.stack([t - w.stamps for w in workers])
-        history.append(Step(t + 1, wall, gathered.wall_s, float(problem.loss(theta)), tuple(used), ages))
+            deadline_s = deadline.seconds()
+            call = cluster.submit(task, rows)
+            gathered = cluster.collect(
+                call, lambda alive: run.enough(list(alive)), deadline_s, output_shape=(run.dim,)
+            )
+            closed.set()
+            alive = [int(i) for i in gathered.alive]
+            for worker in workers:  # the step closes: late workers' work is dropped
+                worker.settle(t, worker.worker in alive)
+            failed = {int(w): why for w, why in gathered.failed.items()}
+            late = gathered.dropped.tolist() if gathered.timed_out else []
+            messages = np.zeros((0, run.dim)) if not alive else np.asarray(gathered.results, dtype=np.float64)
+            estimate, used, degraded = _decode(run, t, messages, alive, failed, late, deadline_s, history)
+            theta = theta - run.lr * estimate
+            wall += gathered.wall_s
+            deadline.record(gathered.wall_s, gathered.timed_out)
+            history.append(
+                Step(
+                    t + 1,
+                    wall,
+                    gathered.wall_s,
+                    float(problem.loss(theta)),
+                    tuple(used),
+                    np.stack([t - w.stamps for w in workers]) if run.pipelined else None,
+                    degraded,
+                    bool(gathered.timed_out),
+                    failed,
+                )
+            )
+    finally:
+        closed.set()
     return history
 
 
@@ -165,9 +313,10 @@ _actor_class = None
 
 def _worker_actor():
     """The Ray actor class of a worker (built on first use: Ray is imported only then). A
-    threaded actor (``max_concurrency``), so that a straggler's sleeping step does not hold
-    up its next one (each step's delays are independent, as on threads); ``num_cpus=0``, so
-    that n actors fit a small node (their compute shares its CPUs)."""
+    threaded actor (``max_concurrency``), so that a worker sleeping its delay, or hung,
+    still takes the master's ``close`` of the step and answers the next step at once ("still
+    computing" while a gradient runs); ``num_cpus=0``, so that n actors fit a small node
+    (their compute shares its CPUs)."""
     global _actor_class
     if _actor_class is None:
         ray = _ray()
@@ -177,87 +326,275 @@ def _worker_actor():
             def __init__(self, problem):
                 self.problem = problem
                 self.state = None
+                self.events: dict[int, threading.Event] = {}
+                self.lock = threading.Lock()
 
             def reset(self, worker, partitions, coefficients, pipelined):
                 self.state = WorkerState(worker, partitions, coefficients, pipelined)
+                with self.lock:
+                    for event in self.events.values():
+                        event.set()
+                    self.events = {}
+                return True
 
-            def work(self, theta, t, delay):
-                message = self.state.work(self.problem, theta, t)
-                time.sleep(delay)
+            def _event(self, t):
+                with self.lock:
+                    return self.events.setdefault(t, threading.Event())
+
+            def work(self, theta, t, delay, fault, settled, seed):
+                state = self.state
+                if settled is not None:  # the previous step's close, should it come after this call
+                    state.settle(*settled)
+                closed = self._event(t)
+                message = state.work(self.problem, theta, t, fault=fault, closed=closed, seed=seed)
+                closed.wait(delay)
                 return message
 
-            def settle(self, t, arrived):
+            def close(self, t, arrived):
                 self.state.settle(t, arrived)
-
-            def ages(self, t):
-                return t - self.state.stamps
+                self._event(t).set()
+                with self.lock:
+                    for step in [k for k in self.events if k < t - 8]:
+                        self.events.pop(step).set()
 
         _actor_class = GradientWorker
     return _actor_class
 
 
-def _actors(cluster: RayCluster, problem: Problem, n: int) -> list:
-    """``n`` worker actors holding ``problem``, created on first use for this cluster and
-    problem and kept for later runs (starting a worker process costs about a second; the
-    problem is shipped to each actor once, through the object store)."""
-    ray = _ray()
-    pools = cluster.__dict__.setdefault("_gradient_workers", {})
-    held, actors = pools.get(id(problem), (None, []))
-    if held is not problem:  # a new problem (or a reused id): fresh actors
-        actors = []
-    if len(actors) < n:
-        shared = ray.put(problem)
-        cls = _worker_actor()
-        actors = actors + [cls.remote(shared) for _ in range(n - len(actors))]
-        pools[id(problem)] = (problem, actors)  # keeps the problem alive, so its id is not reused
-    return actors[:n]
+class _ActorPool:
+    """The ``n`` worker actors a Ray cluster keeps for one problem (shipped once, through the
+    object store), with what a run needs to replace the ones that die: a dead actor (its
+    process or node gone) is replaced by a new one, placed by Ray on a live node, at most
+    ``2 n`` times a run; until the new one is ready, and for good once the replacements are
+    spent, its worker is a straggler."""
+
+    def __init__(self, problem: Problem, n: int):
+        ray = _ray()
+        self.problem = problem
+        self.shared = ray.put(problem)
+        self.actors: list = [None] * n
+        self.config: list = []
+        self.resetting: dict[int, object] = {}
+        self.inflight: dict[int, object] = {}
+        self.settled: dict[int, tuple[int, bool]] = {}
+        self.dead: set[int] = set()
+        self.replaced = 0
+
+    def _new(self):
+        return _worker_actor().options(scheduling_strategy="SPREAD").remote(self.shared)
+
+    def start(self, run: Run, ages: Ages) -> None:
+        """Reset every actor for ``run`` (replacing dead ones) and wait, up to
+        :data:`SETUP_TIMEOUT_S`, until they are ready."""
+        ray = _ray()
+        self.config = [(i, run.partitions(i), run.coefficients(i), run.pipelined) for i in range(run.n)]
+        self.ages = ages
+        self.resetting, self.inflight, self.settled, self.dead, self.replaced = {}, {}, {}, set(), 0
+        for i, actor in enumerate(self.actors):
+            if actor is None:
+                self.actors[i] = self._new()
+            self.resetting[i] = self.actors[i].reset.remote(*self.config[i])
+        end = time.perf_counter() + SETUP_TIMEOUT_S
+        while self.resetting and time.perf_counter() < end:
+            refs = list(self.resetting.values())
+            ray.wait(refs, num_returns=len(refs), timeout=max(end - time.perf_counter(), 0.0))
+            before = dict(self.resetting)
+            for i in list(before):
+                self.unavailable(i)
+            if self.resetting == before:  # nothing became ready: the timeout passed
+                break
+
+    def replace(self, i: int) -> None:
+        ray = _ray()
+        old = self.actors[i]
+        try:
+            ray.kill(old, no_restart=True)
+        except Exception:  # already gone, or a handle from an earlier Ray session
+            pass
+        self.inflight.pop(i, None)
+        self.settled.pop(i, None)
+        self.ages.forget(i)
+        if self.replaced >= 2 * len(self.actors):
+            self.dead.add(i)
+            self.resetting.pop(i, None)
+            return
+        self.replaced += 1
+        self.actors[i] = self._new()
+        self.resetting[i] = self.actors[i].reset.remote(*self.config[i])
+
+    def unavailable(self, i: int) -> str | None:
+        """Why worker ``i`` cannot take this step (dead, or its new actor is not ready yet)."""
+        ray = _ray()
+        if i in self.dead:
+            return "its actor died, and this run's replacements are spent"
+        ref = self.resetting.get(i)
+        if ref is None:
+            return None
+        ready, _ = ray.wait([ref], timeout=0)
+        if not ready:
+            return "its (new) actor is not ready yet"
+        try:
+            ray.get(ref)
+        except ray.exceptions.RayActorError:
+            self.replace(i)
+            return "its actor died; a new one is starting"
+        except Exception as err:  # e.g. the problem does not unpickle in the new process
+            self.dead.add(i)
+            self.resetting.pop(i, None)
+            return f"its actor failed to start: {type(err).__name__}: {err}"[:300]
+        del self.resetting[i]
+        return None
+
+    def check_inflight(self) -> None:
+        """Look at the calls of earlier steps that finished since: a dead actor is replaced."""
+        ray = _ray()
+        refs = {ref: i for i, ref in self.inflight.items()}
+        if not refs:
+            return
+        ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=0)
+        for ref in ready:
+            i = refs[ref]
+            self.inflight.pop(i, None)
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayActorError:
+                self.replace(i)
+            except Exception:  # a failed step of its own: already recorded
+                pass
+
+    def kill(self) -> None:
+        ray = _ray()
+        for actor in self.actors:
+            if actor is not None:
+                try:
+                    ray.kill(actor, no_restart=True)
+                except Exception:  # already gone, or from an earlier Ray session
+                    pass
+        self.actors = [None] * len(self.actors)
 
 
-def _train_on_ray(
-    scheme, problem, workers, wait_for, s, steps, lr, delays, rng, fr, cr, cluster
-) -> list[Step]:
+def _actor_pool(cluster: RayCluster, problem: Problem, n: int) -> _ActorPool:
+    """The actors for ``problem`` on ``cluster``, created on first use and kept for later runs
+    (starting a worker process costs about a second), for the last
+    :data:`MAX_CACHED_PROBLEMS` problems only: older problems' actors are killed."""
+    pools = cluster.__dict__.get("_gradient_workers")
+    if not isinstance(pools, collections.OrderedDict):
+        pools = cluster.__dict__["_gradient_workers"] = collections.OrderedDict()
+    pool = pools.get(id(problem))
+    if pool is None or pool.problem is not problem:  # a new problem (or a reused id): fresh actors
+        if pool is not None:
+            pool.kill()
+        pool = pools[id(problem)] = _ActorPool(problem, n)  # holds the problem: its id is not reused
+    pools.move_to_end(id(problem))
+    while len(pools) > MAX_CACHED_PROBLEMS:
+        _, old = pools.popitem(last=False)
+        old.kill()
+    return pool
+
+
+def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster) -> list[Step]:
     """:func:`train` on Ray: one actor per worker holds its state (the actors and the shipped
-    problem are kept on the cluster for its later runs, :func:`_actors`; each run resets
+    problem are kept on the cluster for its later runs, :func:`_actor_pool`; each run resets
     their states, and the clock starts once every actor is ready); a step sends ``theta``
     (put once) and waits for the first arrivals, one ``ray.wait`` at a time, in arrival
-    order. Late calls finish in their actor and are dropped at the step's close
-    (``settle``); nothing is cancelled."""
+    order, until the scheme has enough or the step's deadline passes. At the step's close
+    the master tells every actor whether its result arrived (``close``: late work is
+    dropped, sleeping and hung calls end; nothing is cancelled through Ray). An actor that
+    died is a straggler and is replaced (:class:`_ActorPool`)."""
     ray = _ray()
-    n = len(workers)
-    actors = _actors(cluster, problem, n)
-    ray.get(
-        [
-            a.reset.remote(w.worker, w.partitions, w.coefficients, w.pipelined)
-            for a, w in zip(actors, workers, strict=True)
-        ]
-    )
-    ready = wait_for if callable(wait_for) else (lambda alive, k=wait_for: len(alive) >= k)
+    problem, n = run.problem, run.n
+    ages = Ages(n, run.s + 1)
+    pool = _actor_pool(cluster, problem, n)
+    pool.start(run, ages)
     theta = problem.initial.copy()
     history = [Step(0, 0.0, 0.0, float(problem.loss(theta)))]
     wall = 0.0
-    for t in range(steps):
-        delay = np.zeros(n) if delays is None else np.asarray(delays.sample(n, rng), dtype=np.float64)
+    for t in range(run.steps):
+        delay, faults, seeds = _step_inputs(run, delays, t)
+        computed = [ages.computed(i, t) for i in range(n)] if run.pipelined else None
+        if cluster.faults is not None:  # the cluster's own faults, as on threads
+            faults = {**cluster.faults.sample(n, cluster.rng), **faults}
+        pool.check_inflight()
+        failed: dict[int, str] = {}
         start = time.perf_counter()
         theta_ref = ray.put(theta)
-        owner = {actor.work.remote(theta_ref, t, float(delay[i])): i for i, actor in enumerate(actors)}
-        waiting, alive, messages = list(owner), [], []
-        while waiting and not ready(alive):
-            (done,), waiting = ray.wait(waiting, num_returns=1)
-            try:
-                messages.append(np.asarray(ray.get(done), dtype=np.float64).ravel())
-                alive.append(owner[done])
-            except Exception:  # a failed worker is a straggler
+        owner = {}
+        for i in range(n):
+            why = pool.unavailable(i)
+            if why is not None:
+                failed[i] = why
                 continue
+            ref = pool.actors[i].work.remote(
+                theta_ref, t, float(delay[i]), faults.get(i), pool.settled.pop(i, None), int(seeds[i])
+            )
+            owner[ref] = i
+            pool.inflight[i] = ref
+        deadline_s = deadline.seconds()
+        waiting, alive, messages, timed_out = list(owner), [], [], False
+        while waiting and not run.enough(alive):
+            remaining = deadline_s - (time.perf_counter() - start)
+            if remaining <= 0:
+                timed_out = True
+                break
+            ready, waiting = ray.wait(
+                waiting, num_returns=1, timeout=None if math.isinf(remaining) else remaining
+            )
+            if not ready:
+                timed_out = True
+                break
+            i = owner[ready[0]]
+            try:
+                value = ray.get(ready[0])
+            except ray.exceptions.RayActorError as err:
+                failed[i] = f"its actor died: {type(err).__name__}"
+                pool.replace(i)
+                continue
+            except Exception as err:  # the worker's own failure: a straggler
+                cause = getattr(err, "cause", None)  # a RayTaskError wraps the worker's exception
+                error = cause if isinstance(cause, Exception) else err
+                failed[i] = f"{type(error).__name__}: {error}"[:300]
+                continue
+            why = message_problem(value, run.dim)
+            if why is not None:
+                failed[i] = why
+                continue
+            alive.append(i)
+            messages.append(np.asarray(value, dtype=np.float64))
         step_s = time.perf_counter() - start
-        settled = [actor.settle.remote(t, i in alive) for i, actor in enumerate(actors)]
-        if not ready(alive):
-            raise RuntimeError(f"step {t + 1}: too few workers answered ({len(alive)} of {n})")
-        estimate, used = combine(scheme, np.stack(messages), alive, n, s, fr, cr)
-        theta = theta - lr * estimate
+        for i in owner.values():  # the step closes: late work is dropped, sleepers wake
+            if i in pool.inflight and pool.actors[i] is not None and i not in pool.resetting:
+                pool.actors[i].close.remote(t, i in alive)
+                pool.settled[i] = (t, i in alive)
+        if run.pipelined:  # the master's record (its workers' own is in their processes)
+            for i in owner.values():
+                if i in alive:
+                    ages.arrived(i, t, computed[i])
+                elif i not in failed and i not in pool.resetting:  # late: kept what it filled in
+                    ages.arrived(i, t, [slot for slot in computed[i] if ages.stamps[i, slot] < 0])
+        late = [owner[ref] for ref in waiting] if timed_out else []
+        stacked = np.stack(messages) if messages else np.zeros((0, run.dim))
+        estimate, used, degraded = _decode(run, t, stacked, alive, failed, late, deadline_s, history)
+        theta = theta - run.lr * estimate
         wall += step_s
-        ages = None
-        if scheme.startswith("pgc"):  # read after this step's settle (a threaded actor may reorder)
-            ray.get(settled)
-            ages = np.stack(ray.get([a.ages.remote(t) for a in actors]))
-        history.append(Step(t + 1, wall, step_s, float(problem.loss(theta)), tuple(used), ages))
+        deadline.record(step_s, timed_out)
+        history.append(
+            Step(
+                t + 1,
+                wall,
+                step_s,
+                float(problem.loss(theta)),
+                tuple(used),
+                ages.ages(t) if run.pipelined else None,
+                degraded,
+                timed_out,
+                failed,
+            )
+        )
+    if pool.replaced:
+        warnings.warn(
+            f"{run.scheme}: {pool.replaced} worker actors died and were replaced during the run"
+            + (f"; workers {sorted(pool.dead)} stayed dead" if pool.dead else ""),
+            RuntimeWarning,
+            stacklevel=3,
+        )
     return history

@@ -23,17 +23,28 @@ __all__ = ["CODES", "CyclicRepetition", "FractionalRepetition", "GradientCode", 
 
 
 class TooManyStragglersError(ValueError):
-    """More workers are missing than the code recovers the full gradient without.
-    ``missing``: the partitions (FR) or the number of results (CR) short."""
+    """More workers are missing than the code (or an exact training scheme) recovers the
+    full gradient without. ``missing``: the partitions (FR, DGD) or the number of results
+    (CR, and the schemes that wait for ``n - s``) short. Raised by a training run, it also
+    carries ``history``: the steps done before it (step 0 first)."""
 
-    def __init__(self, message: str, *, missing):
+    def __init__(self, message: str, *, missing, history=None):
         super().__init__(message)
         self.missing = missing
+        self.history = [] if history is None else list(history)
+
+
+def check_seed(seed, name: str) -> int:
+    """``seed`` as an int >= 0 (numpy integers too; bools refused)."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"{name} must be an integer >= 0, got {seed!r}")
+    return int(seed)
 
 
 class GradientCode(ABC):
     """A gradient code over ``num_workers`` workers and as many partitions, tolerating
-    ``num_stragglers`` (s) missing workers exactly.
+    ``num_stragglers`` (s) missing workers exactly. ``num_workers`` is at most the class's
+    ``max_workers`` (checked before anything is allocated).
 
     Attributes
     ----------
@@ -42,9 +53,15 @@ class GradientCode(ABC):
     """
 
     name: ClassVar[str]
+    max_workers: ClassVar[int]
 
     def __init__(self, num_workers: int, num_stragglers: int):
         self.num_workers = check_count(num_workers, "num_workers", 1)
+        if self.num_workers > self.max_workers:
+            raise ValueError(
+                f"num_workers must be at most {self.max_workers:,} for {type(self).__name__} "
+                f"({self._why_max}), got {self.num_workers:,}"
+            )
         self.num_stragglers = check_count(num_stragglers, "num_stragglers", 0)
         if self.num_stragglers >= self.num_workers:
             raise ValueError(
@@ -97,6 +114,8 @@ class FractionalRepetition(GradientCode):
     """
 
     name = "fr"
+    max_workers = 10_000
+    _why_max = "its dense n x n encoding matrix takes 8 n^2 bytes: 800 MB at that size"
 
     def __init__(self, num_workers: int, num_stragglers: int):
         super().__init__(num_workers, num_stragglers)
@@ -107,12 +126,15 @@ class FractionalRepetition(GradientCode):
             )
         self.group_size = self.num_stragglers + 1
         self.num_groups = self.num_workers // self.group_size
-        groups = np.arange(self.num_workers) // self.group_size
-        self._matrix = (groups[:, None] == groups[None, :]).astype(np.float64)
-        self._matrix.setflags(write=False)
+        self._matrix = None  # built on first use: decoding and training never need it
 
     @property
     def encoding_matrix(self) -> np.ndarray:
+        if self._matrix is None:
+            groups = np.arange(self.num_workers) // self.group_size
+            matrix = (groups[:, None] == groups[None, :]).astype(np.float64)
+            matrix.setflags(write=False)
+            self._matrix = matrix
         return self._matrix
 
     def partitions(self, worker: int) -> np.ndarray:
@@ -155,10 +177,18 @@ class CyclicRepetition(GradientCode):
     ``a^T B_F = 1^T`` by least squares in float64 (the other workers get weight 0); the
     residual is checked. At construction the conditioning of the ``B_F`` is checked over
     every ``F`` with ``|F| = n - s`` when there are at most ``max_subsets`` of them, else over
-    ``max_subsets`` random ones and the ``n`` contiguous ones (a block of neighbouring
-    stragglers), and a draw whose worst condition number exceeds ``max_condition`` is
-    redrawn (seeds ``seed, seed + 1, ...``, up to ``retries`` times) or refused
-    (``ValueError``). ``condition_number`` holds the worst one found.
+    ``max_subsets`` sets: contiguous ones (a block of neighbouring stragglers, the usual
+    worst case; up to half of them, evenly spread over the ``n`` starts) and random ones.
+    A draw whose worst condition number exceeds ``max_condition`` is redrawn (seeds
+    ``seed, seed + 1, ...``, up to ``retries`` times) or refused (``ValueError``).
+    ``condition_number`` holds the worst one found, ``checked_subsets`` how many sets were
+    checked.
+
+    Each check is an SVD of an ``(n - s) x n`` matrix, ``O(n^3)``, and so is each decode:
+    ``max_subsets=None`` (the default) checks ``min(2000, max(4, 5e8 / n^3))`` sets (2,000 up
+    to n = 63, 500 at n = 100, 4 from n = 500 on: about a second at most), and
+    ``num_workers`` is at most :attr:`max_workers` = 1,000. An explicit ``max_subsets`` is
+    honoured as given.
 
     >>> code = CyclicRepetition(5, 2, seed=0)
     >>> a = code.decoding_weights([4, 0, 2])
@@ -167,6 +197,8 @@ class CyclicRepetition(GradientCode):
     """
 
     name = "cr"
+    max_workers = 1_000
+    _why_max = "every decode and every conditioning check is an O(n^3) least squares or SVD"
 
     def __init__(
         self,
@@ -175,20 +207,21 @@ class CyclicRepetition(GradientCode):
         seed: int = 0,
         *,
         max_condition: float = 1e10,
-        max_subsets: int = 2000,
+        max_subsets: int | None = None,
         retries: int = 10,
     ):
         super().__init__(num_workers, num_stragglers)
-        self.seed = seed
+        self.seed = check_seed(seed, "seed")
         self.max_condition = check_number(max_condition, "max_condition", low=1.0)
+        if max_subsets is None:
+            max_subsets = min(2000, max(4, int(5e8 / self.num_workers**3)))
         self.max_subsets = check_count(max_subsets, "max_subsets", 1)
-        self.retries = check_count(retries, "retries", 1)
-        if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-            raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+        self.retries = check_count(retries, "retries", 1, maximum=1000)
+        self.checked_subsets = 0
         worst = math.inf
         for attempt in range(self.retries):
-            matrix = self._draw(int(seed) + attempt)
-            worst = self._worst_condition(matrix, int(seed) + attempt)
+            matrix = self._draw(self.seed + attempt)
+            worst = self._worst_condition(matrix, self.seed + attempt)
             if worst <= self.max_condition:
                 break
         else:
@@ -197,7 +230,7 @@ class CyclicRepetition(GradientCode):
                 f"{self.retries} draws from seed {seed} has a B_F with condition number above "
                 f"max_condition = {self.max_condition:g} (the last: {worst:.3g})"
             )
-        self.drawn_seed = int(seed) + attempt
+        self.drawn_seed = self.seed + attempt
         self.condition_number = worst
         matrix.setflags(write=False)
         self._matrix = matrix
@@ -230,17 +263,19 @@ class CyclicRepetition(GradientCode):
         if math.comb(n, s) <= self.max_subsets:
             yield from (np.asarray(F) for F in itertools.combinations(range(n), size))
             return
-        for start in range(n):  # blocks of neighbouring stragglers
-            yield np.sort((start + s + np.arange(size)) % n)
+        blocks = min(n, max(1, self.max_subsets // 2))
+        for start in np.unique(np.linspace(0, n, blocks, endpoint=False).astype(np.int64)):
+            yield np.sort((start + s + np.arange(size)) % n)  # a block of neighbouring stragglers
         rng = np.random.default_rng([seed, 1])
-        for _ in range(self.max_subsets):
+        for _ in range(self.max_subsets - blocks):
             yield np.sort(rng.choice(n, size, replace=False))
 
     def _worst_condition(self, matrix: np.ndarray, seed: int) -> float:
-        worst = 1.0
+        worst, self.checked_subsets = 1.0, 0
         for F in self._subsets(seed):
             singular = np.linalg.svd(matrix[F], compute_uv=False)
             worst = max(worst, float(singular[0] / singular[-1]) if singular[-1] > 0 else math.inf)
+            self.checked_subsets += 1
         return worst
 
     def _weights(self, alive):
