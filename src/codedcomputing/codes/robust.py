@@ -12,7 +12,15 @@ from .._validation import check_choice, check_count, check_number
 from ..spline.reinsch import _Smoother, _Stencil
 from .gcc import GCC
 
-__all__ = ["LOSSES", "SCHEDULES", "STARTS", "RobustGCC", "block_medians", "robust_lambda"]
+__all__ = [
+    "LOSSES",
+    "SCHEDULES",
+    "STARTS",
+    "RobustGCC",
+    "block_medians",
+    "repeated_median_line",
+    "robust_lambda",
+]
 
 SCHEDULES = ("mse", "sup")
 LOSSES = ("squared", "huber", "tukey", "median")
@@ -69,9 +77,20 @@ class RobustGCC(GCC):
 
     1. results are clipped to ``[-bound, bound]`` (unbounded garbage cannot reach the
        spline; rows with NaN or inf are erasures, as for every code). Without a ``bound``,
-       each output coordinate is clipped to ``[lo - w, hi + w]``, where ``lo`` and ``hi`` are
-       its ``(q+1)``-th smallest and largest results and ``w = hi - lo``: at most ``q``
-       values lie beyond ``lo`` or ``hi``, so the honest majority sets the range;
+       each output coordinate is clipped to the hull of two ranges that the honest majority
+       sets. For values ``v`` the range is ``[lo - w, hi + w]``, where ``lo`` and ``hi`` are
+       their ``(q+1)``-th smallest and largest and ``w = hi - lo`` (at most ``q`` values lie
+       beyond ``lo`` or ``hi``); it is taken of the results themselves, and of their
+       residuals from a robust trend in the points (added back to the trend): the block
+       medians below (:func:`block_medians`, blocks of ``2q + 1``) from ``4q + 2`` results
+       on, Siegel's repeated-median line (:func:`repeated_median_line`) below that. With
+       fewer than ``2q + 2`` results there is no honest majority and nothing is clipped. A
+       result is moved only if it lies outside both ranges. Both trends reproduce results
+       affine in the points exactly (the line whenever at most ``q`` of them lie), so honest
+       results of an affine ``f`` are never moved, even where they lie far from most others
+       (an end worker, with the rest returned near the other end: the results' own range
+       alone would cut it); the results' own range keeps honest results of a curved ``f``
+       that a trend extrapolates badly (``benchmarks/bench_robust_clip.py``);
     2. ``loss="squared"`` (the default): the smoothing spline with ``lambda_dec`` (by
        default :func:`robust_lambda` of ``(q, N)``; mean convention), a linear map per alive
        set, cached and applied by banded solves or by the map (GCC's
@@ -95,7 +114,8 @@ class RobustGCC(GCC):
        Tukey's loss gives weight 0 to at most ``2q`` results (those farthest from the fit;
        others beyond its cut keep a weight of 1e-3): with at most ``q`` liars, a steep
        stretch of honest results is not cut out wholesale. Each call's final weights are in
-       ``decode_details(Y, alive).info["weights"]``.
+       ``decode_details(Y, alive).info["weights"]``, one per worker of ``Decoded.alive``
+       (sorted by worker index).
        Because the liars are down-weighted rather than smoothed over, these losses want a
        far smaller lambda than the squared one (a smaller ``scale``).
 
@@ -232,8 +252,6 @@ class RobustGCC(GCC):
         X, f, alive = super().promised_case(rng)
         q = self.num_adversaries
         need = 2
-        if self.bound is None:  # the results' own range needs an honest majority beyond it
-            need = 3 * q + 2
         if self.loss == "median":  # two blocks of 2q + 1, so that a line joins their medians
             need = max(need, 2 * (2 * q + 1))
             if need > self.num_workers:
@@ -247,32 +265,62 @@ class RobustGCC(GCC):
                 return X, (lambda x: factor * f(x)), alive
         return X, f, alive
 
-    def clip(self, Y):
-        """The results ``Y`` (``(n, ...)``) as the decoder uses them: float64 ``(n, d)``,
-        clipped to the bound (or to the range the results set, step 1)."""
-        flat = _arraylib.to_float64(Y)
+    def clip(self, Y, alive):
+        """The results ``Y`` of workers ``alive`` (``Y[i]`` from ``alive[i]``, ``(n, ...)``) as
+        the decoder uses them (step 1): float64 ``(n, d)`` in the order given, clipped to the
+        bound, or, without one, to the range the results set around their robust trend.
+
+        Raises ``ValueError`` naming ``Y`` or ``alive`` when they do not match, or when ``Y``
+        holds NaN or inf (:meth:`decode` drops such rows as erasures; this takes finite ones).
+        """
+        Y, alive, erased = _arraylib.check_results(Y, alive, self.num_workers)
+        if erased.size:
+            raise ValueError(
+                f"Y holds NaN or inf (workers {erased.tolist()[:10]}): clip takes finite results "
+                "(decode drops such rows as erasures)"
+            )
+        by_point = np.argsort(self.beta[alive], kind="stable")
+        clipped = np.empty((alive.size, int(np.prod(Y.shape[1:], dtype=np.int64))))
+        clipped[by_point] = self._clip_sorted(self.beta[alive[by_point]], _arraylib.to_float64(Y)[by_point])
+        return clipped
+
+    def _clip_sorted(self, knots: np.ndarray, flat: np.ndarray) -> np.ndarray:
+        """Step 1 on float64 results ``flat`` at sorted ``knots``."""
         if self.bound is not None:
             return np.clip(flat, -self.bound, self.bound)
+        return self._clip_to_trend(knots, flat)
+
+    def _clip_to_trend(self, knots: np.ndarray, flat: np.ndarray) -> np.ndarray:
+        """Step 1 without a bound, for results at sorted ``knots``: each value clipped to the
+        hull of two ranges the honest majority sets (:meth:`_majority_range`): around the
+        values themselves, and around their residuals from a robust trend."""
         n, q = flat.shape[0], self.num_adversaries
-        if q == 0 or n <= 2 * q:
+        if q == 0 or n < 2 * q + 2 or flat.shape[1] == 0:  # no honest majority to set a range
             return flat
-        ordered = np.sort(flat, axis=0)
-        low, high = ordered[q], ordered[n - 1 - q]
-        width = high - low
-        return np.clip(flat, low - width, high + width)
+        if n >= 2 * (2 * q + 1):
+            trend = block_medians(knots, flat, 2 * q + 1)
+        else:
+            trend = repeated_median_line(knots, flat)
+        low, high = _majority_range(flat, q)
+        residual_low, residual_high = _majority_range(flat - trend, q)
+        return np.clip(flat, np.minimum(low, trend + residual_low), np.maximum(high, trend + residual_high))
 
     def _decode(self, Y, alive):
-        order = np.argsort(alive, kind="stable")
-        alive_sorted = alive[order]
-        flat = self.clip(_arraylib.take_rows(Y, order))
+        # By point, not by worker index: every step below wants sorted knots, and beta is in
+        # worker order (not sorted under assignment="golden" or an explicit beta).
+        order = np.argsort(self.beta[alive], kind="stable")
+        by_point = alive[order]
+        knots = self.beta[by_point]
+        flat = self._clip_sorted(knots, _arraylib.to_float64(_arraylib.take_rows(Y, order)))
         info = {"lambda_dec": self._lambda_dec}
         if self.loss == "squared":
-            estimates = self._decoder(alive_sorted)(flat)
+            estimates = self._decoder(by_point)(flat)
         elif self.loss == "median":
             size = min(2 * self.num_adversaries + 1, alive.size)
-            estimates = block_medians(self.beta[alive_sorted], flat, size, self.alpha)
+            estimates = block_medians(knots, flat, size, self.alpha)
         else:
-            estimates, info["weights"] = self._reweighted(self.beta[alive_sorted], flat)
+            estimates, weights = self._reweighted(knots, flat)
+            info["weights"] = weights[np.argsort(by_point, kind="stable")]  # by worker, as Decoded.alive
         shape = (self.num_inputs, *tuple(Y.shape[1:]))
         return _arraylib.from_float64(np.asarray(estimates), Y).reshape(shape), info
 
@@ -363,6 +411,34 @@ def block_medians(knots: np.ndarray, values: np.ndarray, size: int, points: np.n
     where = np.clip(np.searchsorted(centres, points) - 1, 0, blocks - 2)
     share = ((points - centres[where]) / (centres[where + 1] - centres[where]))[:, None]
     return (1.0 - share) * medians[where] + share * medians[where + 1]
+
+
+def _majority_range(values: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per column, ``[lo - w, hi + w]``: ``lo`` and ``hi`` the ``(q+1)``-th smallest and
+    largest of the ``n > 2q`` values, ``w = hi - lo``."""
+    n = values.shape[0]
+    ordered = np.partition(values, [q, n - 1 - q], axis=0)
+    low, high = ordered[q], ordered[n - 1 - q]
+    width = high - low
+    return low - width, high + width
+
+
+def repeated_median_line(knots: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Siegel's repeated-median line through ``values`` (``(n, d)``, at distinct ``knots``),
+    per column, read at the knots: slope ``median_i median_{j != i} (v_j - v_i) / (t_j - t_i)``,
+    intercept ``median_i (v_i - slope t_i)``. With at most ``n / 2 - 1`` corrupted values
+    it reproduces values affine in the knots exactly, whatever the corrupted ones are
+    (breakdown point 1/2). ``O(n^2 d)`` time, ``O(n d)`` memory: for small ``n``."""
+    n = knots.size
+    if n < 2:
+        return values.copy()
+    slopes = np.empty_like(values)
+    for i in range(n):
+        others = np.r_[0:i, i + 1 : n]
+        slopes[i] = _median((values[others] - values[i]) / (knots[others] - knots[i])[:, None])
+    slope = _median(slopes)
+    intercept = _median(values - knots[:, None] * slope)
+    return intercept + knots[:, None] * slope
 
 
 def _median(values: np.ndarray):
