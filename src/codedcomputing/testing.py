@@ -454,6 +454,41 @@ def check_promise(code: Code, rng) -> None:
         )
 
 
+def check_relabelled_workers(code: Code, rng) -> None:
+    """Which worker sits at which point is a label: the same code with its worker points
+    ``beta`` given in another order encodes the same coded inputs for the relabelled workers
+    and decodes the same estimates from their results, for random alive sets (codes that
+    take ``beta`` and are not bound to a batch). Catches decoders that assume ``beta[alive]``
+    sorted, as it is only under the natural assignment."""
+    params = code.get_params()
+    if "beta" not in params:
+        return
+    perm = rng.permutation(code.num_workers)  # the relabelled code's worker i is worker perm[i]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            twin = type(code)(**{**params, "beta": np.asarray(code.beta)[perm]})
+    except (TypeError, ValueError):  # a code whose constructor cannot take these points back
+        return
+    label = np.argsort(perm)  # original worker w is the twin's worker label[w]
+    X = rng.standard_normal((code.num_inputs, 3))
+    coded = code.encode(X)
+    _close(twin.encode(X), _rows(coded, perm), _encode_roundoff(code, X), "encode with relabelled workers")
+    for alive in [_decodable(code)] + [
+        rng.choice(code.num_workers, int(rng.integers(code.min_results, code.num_workers + 1)), replace=False)
+        for _ in range(4)
+    ]:
+        Y = np.sin(_numpy(coded)[alive])
+        try:
+            expected = _quiet(code.decode, Y, alive)
+        except (InsufficientResultsError, MissingResultsError, RuntimeWarning):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = twin.decode(Y, label[alive])
+        _close(got, expected, _roundoff(code, alive, Y, 1e-9), f"decode of {alive.size} relabelled results")
+
+
 def check_complete(code: Code, rng) -> None:
     """``complete`` is a bool, true for every worker; and what it calls complete decodes."""
     everyone = np.arange(code.num_workers)
@@ -521,5 +556,6 @@ CHECKS = [
     check_pickling,
     check_thread_safety,
     check_promise,
+    check_relabelled_workers,
     check_complete,
 ]

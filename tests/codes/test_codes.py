@@ -167,6 +167,14 @@ def test_codes_with_options_pass_the_conformance_suite():
         check_code(lambda k, n, decoding=decoding: cc.GCC(k, n, decoding=decoding))
     check_code(lambda k, n: cc.GCC(k, n, assignment="golden"))
     check_code(lambda k, n: cc.BACC(k, n, assignment="golden"))
+    for loss in cc.codes.robust.LOSSES:  # with and without a bound, golden too
+        for bound in (None, 1e3):
+            for assignment in ("natural", "golden"):
+                check_code(
+                    lambda k, n, loss=loss, bound=bound, a=assignment: cc.RobustGCC(
+                        k, n, 1, bound, loss=loss, assignment=a
+                    )
+                )
     check_code(lambda k, n: cc.Uncoded(k, fill=np.nan))
     check_code(lambda k, n: cc.Replication(k, 2, fill=0.0))
 
@@ -223,6 +231,11 @@ class _Broken(cc.BACC):
     def _decode(self, Y, alive):
         if self.fault == "ignores-order":
             alive = np.sort(alive)  # pairs results with the wrong workers when unsorted
+        if self.fault == "assumes-sorted-points":  # right under the natural assignment only
+            by_index = np.argsort(alive, kind="stable")
+            by_point = alive[np.argsort(self.beta[alive], kind="stable")]
+            # the k-th result by worker index paired with the k-th worker by point
+            return super()._decode(rows(Y, by_index), by_point)
         if self.fault == "shared-state":  # one scratch attribute for every call: a race
             self.scratch = (Y, alive)
             time.sleep(0.002)
@@ -243,6 +256,12 @@ class _Broken(cc.BACC):
         return (X + rng.normal(size=X.shape), f, alive) if self.fault == "false-promise" else (X, f, alive)
 
 
+class _BrokenPoints(_Broken):
+    """The sorted-points fault as a class: the relabelled copies check_code builds keep it."""
+
+    fault = "assumes-sorted-points"
+
+
 @pytest.mark.parametrize(
     ("fault", "check"),
     [
@@ -250,11 +269,12 @@ class _Broken(cc.BACC):
         ("shared-state", "check_thread_safety"),
         ("float64", "check_array_kinds"),
         ("false-promise", "check_promise"),
+        ("assumes-sorted-points", "check_relabelled_workers"),
     ],
 )
 def test_check_code_catches_a_broken_code(fault, check):
     def make(k, n):
-        code = _Broken(k, n)
+        code = _BrokenPoints(k, n) if fault == _BrokenPoints.fault else _Broken(k, n)
         code.fault = fault
         return code
 
