@@ -161,7 +161,8 @@ class Greedy(Attack):
     the code's own ``lambda_dec`` when it is a positive number (the decoder the adversary
     plays against), else the robust schedule's lambda for ``(q, len(alive))``
     (:func:`codedcomputing.codes.robust.robust_lambda`). Each round refits on the results
-    as corrupted so far (``q`` linear-time fits). Corrupted values are clipped to
+    as corrupted so far (``q`` linear-time fits); with a single returned result the fit is
+    that result (a constant), and it is pushed up. Corrupted values are clipped to
     ``[-bound, bound]``.
     """
 
@@ -170,12 +171,12 @@ class Greedy(Attack):
     def _corrupt(self, code, flat, alive, q, rng):
         knots = code.beta[alive]
         lam = getattr(code, "lambda_dec", 0.0)
-        if isinstance(lam, str) or not lam > 0:
+        if (isinstance(lam, str) or not lam > 0) and alive.size >= 2:
             lam = robust_lambda(q, alive.size)
         honest = np.ones(alive.size, dtype=bool)
         rows = []
         for _ in range(q):
-            residual = flat - fit(knots, flat, lam)(knots)
+            residual = flat - fit(knots, flat, lam)(knots) if alive.size >= 2 else np.zeros_like(flat)
             size = np.where(honest, np.linalg.norm(residual, axis=1), np.inf)
             row = int(np.argmin(size))
             direction = np.where(residual[row] < 0, -1.0, 1.0)

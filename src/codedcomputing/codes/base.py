@@ -237,7 +237,10 @@ class Code(ABC):
         -------
         ndarray or torch.Tensor, shape (K, ...)
             The estimates, in ``Y``'s type, dtype and device. :meth:`decode_details` also
-            returns what the call chose.
+            returns what the call chose. Integer and bool results are read as floating point
+            (float64 for numpy, torch's default dtype for tensors), and the estimates keep
+            that dtype: a decoded value is an approximation, not an integer, even from a
+            code that is exact.
 
         Raises
         ------
