@@ -77,11 +77,115 @@ Decisions where the right behaviour is debatable (README.md is followed where it
   deadline leave too few results): that counts as ``"ok"`` for them. On a perturbed case, a
   documented error that does not name the parameter counts as ``"accepted-invalid"`` (the
   value was taken and the call went on to run short of results).
+
+The extensions (ManifoldGCC, ThinPlateCode, ``layout``; RobustGCC, ``robust_lambda``,
+``block_medians``, ApproxIFER, the attacks, ``faults.Adversarial`` and ``faults.corrupt``;
+``gradient_coding``) follow the conventions above, plus these decisions:
+
+- Scope: every name in the ``__all__`` of ``codes/manifold.py``, ``layout.py``,
+  ``codes/robust.py``, ``adversaries.py``, ``runtime/faults.py`` and ``gradient_coding``
+  that is a callable (a class: its constructor and public methods, inherited ones included:
+  ``encode``, ``decode``, ``decode_details``, ``complete``, ``decoder``/``decoder_matrix``).
+  ``thin_plate_map`` is in no ``__all__`` and says "No checks are performed": not fuzzed.
+  ``layout`` is the math layer, but public (its ``__all__``, the API reference): its
+  arguments are checked like ``spline.fit``'s. ``WorkerState`` is exported and documented
+  (the gradient-coding page): its constructor, ``work`` and ``settle`` are fuzzed.
+- Promises: a valid code's own ``promised_case`` is run 2-4 times by the constructor's check
+  (and by ``bind``'s, on the bound code) with ``testing.check_promise``'s tolerance,
+  ``1e-8 max(1, |f(X)|)``: "to rounding" is the promise's own word, so a ``promised_case``
+  that picks an ill-conditioned set of results fails it. ``type(code)(**code.get_params())``
+  must rebuild an equal code (``Code.get_params``).
+- ManifoldGCC: ``neighbours`` >= K is valid (k is clamped; the docstring's example has the
+  default 10 with K = 8); ``dimensions`` is any count >= 1 (at most K - 1 are used). A
+  ``reference`` far from the batch is valid (batches are drawn near the origin, a third of
+  the references 30-1000 away): the layout must still be one. Batches with a repeated input
+  (one in ten) are valid. ``lambda_dec="gcv"`` with ``design="thin-plate"``, and
+  ``decoding="adaptive"``/``"gap-aware"`` with ``lambda_dec > 0``, are invalid (either
+  name counts). ``bind(X)`` with rows unlike the reference's samples is invalid (``X``).
+  ``ManifoldGCC.decode`` (unbound) refusing with a ``ValueError`` that says to ``bind`` is
+  its documented answer (``"ok"``); invalid ``Y``/``alive`` must still be named.
+- ``bind``'s result: a GCC whose ``layout.order`` is a permutation of 0..K-1, with
+  ``alpha`` (= ``layout.alpha``) increasing along it, on workers' points when systematic
+  and K <= N, ``design="none"`` keeping the batch's order; or for ``"thin-plate"`` a
+  ThinPlateCode with sites ``(K, m)``, ``1 <= m <= min(dimensions, K - 1)``, in
+  ``[-1, 1]^m``, each a worker site when systematic and 1 < K <= N. Systematic exactness:
+  systematic, K <= N, both lambdas 0 and every worker returned, ``decode(sin(encode(X)))``
+  equals ``sin(X)`` in ``X``'s row order to 1e-7 (for the thin-plate design only where its
+  spline interpolates: sites distinct and in general position).
+- ThinPlateCode: ``sites`` must be distinct (its docstring); ``worker_sites`` may repeat
+  (not fuzzed); nested lists are valid.
+- RobustGCC and ApproxIFER: ``num_adversaries`` q >= N is invalid (no honest result left
+  to decode from), as is a negative one. RobustGCC: ``bound`` None or a finite number > 0;
+  ``lambda_dec`` and ``scale`` None or finite >= 0 (``"gcv"`` is GCC's, invalid here);
+  ``iterations`` >= 1 (1-10 drawn; the cap of 100 is not fuzzed). Its promise must hold
+  for every option: with and without a bound, every loss, start, schedule and assignment.
+  ``clip`` takes ``(Y)`` or, later, ``(Y, alive)``: the spec follows the signature it
+  finds and checks what both docstrings say: float64 ``(n, d)``; ``np.clip`` to the bound;
+  without one at most ``2q`` values per column moved, each within its column's range,
+  none when q = 0. Nested lists and zero rows are valid results.
+- ``robust_lambda``: q <= ``num_points`` is valid (q = n: every point corrupted, the
+  schedule's end), q > n invalid; the value must be the docstring's schedule to 1e-12.
+- ``block_medians``: ``knots`` sorted and distinct (its docstring: unsorted or repeated
+  knots are invalid); ``values`` 2-D ``(n, d)`` and finite; ``size`` >= 1 (> n: one
+  block); ``points`` finite, 1-D, maybe empty. Affine values are reproduced exactly
+  wherever there are two blocks or more (one block is a constant).
+- Attacks: ``num_adversaries`` any count (more than returned: all of them, the docstring);
+  ``bound`` required by random, concentrated and greedy, optional for sign-flip and
+  garbage but checked when given; ``at`` in [-1, 1]. ``corrupt``: ``code`` any Code, alive
+  any distinct subset (empty and one result included), ``Y`` finite (NaN/inf invalid: its
+  docstring); a list ``Y`` comes back as a numpy array. The check: a Corruption of ``Y``'s
+  kind, shape and float dtype; ``min(q, len(alive))`` sorted corrupted workers; the others'
+  results untouched; what each attack's docstring says it reports; a seed repeats.
+- ``make_attack``: its ``name`` must be named ("attack must be one of ..." does not).
+  ``faults.corrupt``: ``kind`` "nan" or "garbage" only (its docstring; "raise", "hang"
+  invalid), ``seed`` an int >= 0 (its signature), ``result`` an array or a tensor.
+- Gradient codes: n >= 1, s < n, (s + 1) | n for FR. n = 10**6 must be refused quickly,
+  naming ``num_workers`` (B alone would be 8 TB: a MemoryError is unexpected-type, a slow
+  refusal a hang). CyclicRepetition's valid draws include n = 200 and 1000 with s <= 2
+  and default options (6%): a valid construction must finish within the time limit; its
+  documented refusal (every draw above ``max_condition``) is ``"ok"``. ``seed``,
+  ``code_seed`` (and ``from_torch``'s ``seed``): ints >= 0 only, no lists (their
+  signatures), checked even where unused (``code_seed`` of a scheme without CR).
+  ``partitions``/``group``: ``worker`` an int in 0..n-1. ``decoding_weights`` must give
+  ``a^T B_alive = 1^T`` (FR: 1 for each group's first arrival; CR: 0 past the first
+  n - s); ``decode(B_alive G, alive)`` must give ``sum_j g_j``. NaN messages are not fuzzed.
+- ``Problem``: callables, a finite 1-D ``initial`` (2-D, 0-d, NaN invalid), a count.
+  ``from_torch``: a torch module with finite parameters whose input width matches
+  ``inputs`` (another width is invalid: either name counts); finite ``inputs``; integer
+  ``labels`` in [0, C) (C the module's outputs) as many as ``inputs`` (either name counts);
+  ``num_partitions`` <= the examples (either name counts). Its check evaluates the loss and
+  every partition's gradient at ``initial``. NaN parameters are an invalid ``module`` (a
+  message naming its ``parameters`` counts; one naming ``initial``, no argument of
+  ``from_torch``, does not).
+- ``simulate``/``train_on_cluster``: least-squares problems or ``from_torch`` ones of
+  1-6 partitions, 0-3 steps; ``train_on_cluster`` on one shared ThreadCluster (12
+  threads, no faults) or a SimulatedCluster, with delays under a millisecond. The history
+  must have ``steps + 1`` Steps numbered 0.., finite increasing wall times, finite losses,
+  PGC's ages ``(n, s + 1)``, and the exact schemes (DGD, GC-FR, GC-CR) must follow gradient
+  descent on the full gradient (losses to 1e-5 relative).
+- ``WorkerState``: ``worker`` int >= 0; ``partitions`` distinct ints >= 0, at least one;
+  ``coefficients`` one real per partition; ``pipelined`` a flag. ``work``'s ``problem``
+  must hold the worker's partitions (one with fewer is invalid), ``theta`` a finite vector
+  of the parameters' length, ``t`` an int >= 0.
+- ``layout``: arrays are float64 numpy arrays (their signatures say ndarray; lists and
+  tensors are neither drawn nor fuzzed). ``distances``: square, finite, >= 0 (asymmetry
+  not fuzzed); ``neighbours`` >= 1 (>= n valid: clamped); ``graph``: a scipy sparse array
+  or matrix, connected, with positive finite weights (disconnected, edgeless, negative or
+  NaN invalid; dense arrays not fuzzed); ``dimensions`` 1..n-2 for the spectral embeddings
+  (their docstring), any >= 1 for MDS; ``starts`` >= 1, ``max_passes`` >= 0 (with the
+  default passes, no reversal may shorten the returned path); ``order``: distinct in-range
+  indices; ``hull_design``'s ``count``, ``candidates`` >= 1 and ``include`` a flag;
+  ``snap_to``'s ``positions`` sorted (unsorted invalid) and no more than ``targets``;
+  ``arc_positions``' ``gaps`` K - 1 lengths >= 0 (zeros valid; a wrong length invalid even
+  at K = 1, where they are unused); ``Reference`` samples: two or more; its methods' inputs
+  ``(K, d)`` of the reference's width, near it or far from it (geodesics stay finite:
+  its docstring).
 """
 
 from __future__ import annotations
 
 import ctypes
+import inspect
 import itertools
 import math
 import random
@@ -92,9 +196,11 @@ import traceback
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse
+import scipy.sparse.csgraph
 
 import codedcomputing as cc
 from codedcomputing.errors import InsufficientResultsError, MissingResultsError
@@ -251,7 +357,22 @@ def short(value, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+_DESCRIBED: dict[int, tuple[object, str]] = {}
+
+
+def _described(obj, text: str):
+    """``obj``, shown as ``text`` by :func:`short` (problems and torch modules have no repr to
+    read a case by); the object is held, so that its id is not reused while it is described."""
+    if len(_DESCRIBED) > 4096:
+        _DESCRIBED.clear()
+    _DESCRIBED[id(obj)] = (obj, text)
+    return obj
+
+
 def _short(value, depth: int) -> str:
+    described = _DESCRIBED.get(id(value))
+    if described is not None and described[0] is value:
+        return described[1]
     if torch is not None and isinstance(value, torch.Tensor):
         dtype = str(value.dtype).removeprefix("torch.")
         if value.numel() <= 6:
@@ -691,8 +812,9 @@ def bad_grid(d: Draw, ctx: dict) -> list:
 def bad_choice(options: tuple[str, ...]):
     def pool(d: Draw, ctx: dict) -> list:
         first = options[0]
+        unknown = first[:4] if first[:4] not in options else f"{first}-unknown"
         return [
-            ("unknown", first[:4]),
+            ("unknown", unknown),
             ("capitalised", first.capitalize()),
             ("empty-str", ""),
             ("none", None),
@@ -867,12 +989,14 @@ class CodeSpec:
     @property
     def obj(self):
         if self._obj is None:
-            self._obj = CODE_CLASSES[self.kind](**self.kwargs)
+            cls = CODE_CLASSES.get(self.kind) or EXTENSION_CODE_CLASSES[self.kind]
+            self._obj = cls(**self.kwargs)
         return self._obj
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={short(v, 30)}" for k, v in self.kwargs.items())
-        return f"{CLASS_NAMES[self.kind]}({args})"
+        name = CLASS_NAMES.get(self.kind) or EXTENSION_CLASS_NAMES[self.kind]
+        return f"{name}({args})"
 
 
 def draw_code(d: Draw, kind: str, *, max_workers: int = 16) -> CodeSpec:
@@ -1769,6 +1893,2890 @@ def _bad_fixed(d: Draw, ctx: dict) -> list:
     ]
 
 
+# == the extensions ==========================================================================
+# ManifoldGCC, ThinPlateCode and codedcomputing.layout; RobustGCC, robust_lambda, block_medians,
+# ApproxIFER, the attacks and the adversarial fault model; codedcomputing.gradient_coding.
+
+
+def _quiet(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` with warnings silenced (a check's own calls: K > N, erasures)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
+
+
+def _as_numpy(x) -> np.ndarray:
+    """``x`` (array, nested list or tensor) as a float64 numpy array."""
+    if _is_tensor(x):
+        return x.detach().cpu().double().numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
+def _off_by(got, want) -> tuple[float, float]:
+    """``(max |got - want|, the tolerance 1e-8 max(1, max |want|))`` (check_promise's)."""
+    got, want = _as_numpy(got), _as_numpy(want)
+    if got.shape != want.shape:
+        return math.inf, 0.0
+    scale = max(1.0, float(np.max(np.abs(want), initial=0.0)))
+    return float(np.max(np.abs(got - want), initial=0.0)), 1e-8 * scale
+
+
+def _promise_problem(code, seed: int = 0, instances: int = 2) -> str | None:
+    """What is wrong with ``code``'s own promise (:meth:`Code.promised_case`) on ``instances``
+    draws: ``decode(f(encode(X))[alive], alive)`` must equal ``f(X)`` to rounding."""
+    rng = np.random.default_rng(seed)
+    for index in range(instances):
+        case = code.promised_case(rng)
+        if case is None:
+            return None
+        X, f, alive = case
+        truth = f(np.asarray(X, dtype=np.float64))
+        est = _quiet(code.decode, f(code.encode(X))[alive], alive)
+        err, tol = _off_by(est, truth)
+        if not err <= tol:
+            return (
+                f"promised_case #{index} ({len(alive)} of {code.num_workers} results, alive "
+                f"{short(np.asarray(alive).tolist(), 60)}) decoded {err:.3g} off f(X) (rounding: {tol:.2g})"
+            )
+    return None
+
+
+def _rebuild_problem(code) -> str | None:
+    """``type(code)(**code.get_params())`` must build an equal code (Code.get_params)."""
+    again = _quiet(type(code), **code.get_params())
+    for attr in ("alpha", "beta"):
+        if not np.array_equal(getattr(again, attr), getattr(code, attr)):
+            return f"type(code)(**code.get_params()) has another {attr}"
+    if repr(again) != repr(code):
+        return f"type(code)(**code.get_params()) is {again!r}, not {code!r}"
+    return None
+
+
+def _first(*problems) -> str | None:
+    """The first of ``problems`` (thunks returning ``None`` or what is wrong) that is not None."""
+    for problem in problems:
+        found = problem()
+        if found:
+            return found
+    return None
+
+
+def bad_choice_of(options: tuple, extra: Callable[[Draw, dict], list] | None = None):
+    """:func:`bad_choice` plus context-dependent entries."""
+    base = bad_choice(options)
+
+    def pool(d: Draw, ctx: dict) -> list:
+        return [*base(d, ctx), *(extra(d, ctx) if extra is not None else [])]
+
+    return pool
+
+
+def _choice_valid(options: tuple, p_omit: float = 0.4):
+    return lambda d, ctx: omit_or(d, p_omit, lambda: d.pick(options))
+
+
+def _flag_valid(d: Draw, ctx: dict):
+    return d.pick((OMIT, True, False, np.bool_(True), np.bool_(False)))
+
+
+def _given(ctx: dict, name: str, default):
+    value = ctx.get(name, OMIT)
+    return default if value is OMIT else value
+
+
+def _real_array(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64)
+
+
+def _bad_array_common(shape: tuple, d: Draw) -> list:
+    """Invalid values for a real array parameter of ``shape`` (ndim >= 1)."""
+    good = d.normal(shape)
+    with_nan, with_inf = good.copy(), good.copy()
+    if good.size:
+        with_nan.flat[d.int(0, good.size - 1)] = math.nan
+        with_inf.flat[d.int(0, good.size - 1)] = math.inf
+    out = [
+        ("none", None),
+        ("str", "abc"),
+        ("dict", {"values": 1.0}),
+        ("str-array", np.full(shape, "x")),
+        ("object-array", np.array([object() for _ in range(max(shape[0], 1))], dtype=object)),
+        ("complex", good + 0.5j),
+    ]
+    if good.size:
+        out += [("nan", with_nan), ("inf", with_inf)]
+    return out
+
+
+# -- ManifoldGCC and ThinPlateCode -----------------------------------------------------------
+
+MANIFOLD = cc.codes.manifold
+
+
+def _manifold_decoding_valid(d: Draw, ctx: dict):
+    lam = ctx.get("lambda_dec", OMIT)
+    blends_ok = lam is OMIT or (not isinstance(lam, str) and float(lam) == 0.0)
+    options = cc.codes.gcc.DECODINGS if blends_ok else ("auto", "spline")
+    return omit_or(d, 0.5, lambda: d.pick(options))
+
+
+def _manifold_lambda_dec_valid(d: Draw, ctx: dict):
+    if ctx.get("design", OMIT) == "thin-plate":
+        return _lambda_valid(d, ctx)
+    return _lambda_dec_valid(d, ctx)
+
+
+def _manifold_bad_lambda_dec(d: Draw, ctx: dict) -> list:
+    return [*_bad_lambda_dec(d, ctx), ("gcv-with-thin-plate", "gcv", {"design": "thin-plate"})]
+
+
+def _manifold_bad_decoding(d: Draw, ctx: dict) -> list:
+    return [("blend-with-smoothing", "adaptive", {"lambda_dec": 0.1})]
+
+
+def _reference_valid(d: Draw, ctx: dict):
+    """None, or M >= 2 samples shaped like the inputs; a third of them far from the batch (the
+    batches are drawn near the origin): every input's nearest neighbours then are other inputs."""
+    if d.coin(0.55):
+        return d.pick((OMIT, None))
+    tr = trailing_shape(d)
+    ref = d.normal((d.int(2, 24), *tr)) * d.uniform(0.5, 2.0)
+    if d.coin(0.35):
+        ref = ref + d.pick((30.0, -200.0, 1e3))
+    return array_like(d, ref, half_ok=False)
+
+
+def _bad_reference(d: Draw, ctx: dict) -> list:
+    ref = ctx["reference"]
+    shape = _shape(ref) if ref is not OMIT and ref is not None else (5, 2)
+    return [
+        *[entry for entry in _bad_array_common(shape, d) if entry[0] != "none"],  # None is the default
+        ("one-sample", d.normal((1, *shape[1:]))),
+        ("empty", np.zeros((0, *shape[1:]))),
+        ("python-scalar", 1.5),
+        ("0-d-array", np.array(1.5)),
+        ("ragged-list", _ragged(shape[0])),
+        ("set", {1.0, 2.0}),
+    ]
+
+
+def _manifold_params() -> tuple[Param, ...]:
+    n_of = lambda ctx: int(ctx["num_workers"])  # noqa: E731
+    return (
+        Param("num_inputs", lambda d, ctx: int_like(d, d.int(1, 8)), bad_count(1, name="num_inputs")),
+        Param("num_workers", _num_workers_valid, bad_count(2, name="num_workers")),
+        Param("design", _choice_valid(MANIFOLD.DESIGNS, 0.3), bad_choice(MANIFOLD.DESIGNS)),
+        Param("lambda_enc", _lambda_valid, _bad_lambda),
+        Param("lambda_dec", _manifold_lambda_dec_valid, _manifold_bad_lambda_dec),
+        Param(
+            "decoding",
+            _manifold_decoding_valid,
+            bad_choice_of(cc.codes.gcc.DECODINGS, _manifold_bad_decoding),
+        ),
+        Param("spacing", _choice_valid(MANIFOLD.SPACINGS), bad_choice(MANIFOLD.SPACINGS)),
+        Param("reference", _reference_valid, _bad_reference),
+        Param(
+            "neighbours",
+            lambda d, ctx: omit_or(d, 0.4, lambda: int_like(d, d.int(1, 12))),
+            bad_count(1, name="neighbours"),
+        ),
+        Param("systematic", _flag_valid, bad_flag),
+        Param(
+            "dimensions",
+            lambda d, ctx: omit_or(d, 0.5, lambda: int_like(d, d.int(1, 4))),
+            bad_count(1, name="dimensions"),
+        ),
+        Param("embedding", _choice_valid(MANIFOLD.EMBEDDINGS), bad_choice(MANIFOLD.EMBEDDINGS)),
+        Param("points", _points_valid, bad_choice(("chebyshev", "equispaced"))),
+        Param("beta", _explicit_points(n_of), bad_points(n_of)),
+        Param("assignment", _choice_valid(("golden", "natural")), bad_choice(("golden", "natural"))),
+    )
+
+
+def _sites_valid(d: Draw, ctx: dict):
+    sites = d.normal((int(ctx["num_inputs"]), d.int(1, 3)))
+    return d.pick((sites, sites, sites.tolist(), sites.astype(np.float32)))
+
+
+def _worker_sites_valid(d: Draw, ctx: dict):
+    m = np.shape(np.asarray(ctx["sites"]))[1]
+    sites = d.normal((int(ctx["num_workers"]), m))
+    return d.pick((sites, sites, sites.tolist()))
+
+
+def _bad_sites(rows_of: Callable[[dict], int], name: str, *, distinct: bool):
+    def pool(d: Draw, ctx: dict) -> list:
+        rows = rows_of(ctx)
+        m = np.shape(np.asarray(ctx[name]))[1]
+        good = d.normal((rows, m))
+        out = [
+            *_bad_array_common((rows, m), d),
+            ("1-d", good[:, 0]),
+            ("3-d", good[None]),
+            ("too-many-rows", d.normal((rows + 1, m))),
+            ("no-columns", np.zeros((rows, 0))),
+            ("ragged-list", _ragged(rows)),
+            ("python-scalar", 0.5),
+        ]
+        if rows >= 2:
+            out.append(("too-few-rows", good[:-1]))
+        if distinct and rows >= 2:
+            out.append(("duplicate-rows", np.concatenate([good[:1], good[:-1]])))
+        if name == "worker_sites":
+            out.append(("other-columns", d.normal((rows, m + 1))))
+        return out
+
+    return pool
+
+
+def _thin_plate_params() -> tuple[Param, ...]:
+    return (
+        Param("num_inputs", lambda d, ctx: int_like(d, d.int(1, 6)), bad_count(1, name="num_inputs")),
+        Param("num_workers", _num_workers_valid, bad_count(2, name="num_workers")),
+        Param("lambda_enc", _lambda_valid, _bad_lambda),
+        Param("lambda_dec", _lambda_valid, _bad_lambda),
+        Param("sites", _sites_valid, _bad_sites(_n_inputs, "sites", distinct=True)),
+        Param(
+            "worker_sites",
+            _worker_sites_valid,
+            _bad_sites(lambda ctx: int(ctx["num_workers"]), "worker_sites", distinct=False),
+        ),
+    )
+
+
+def _general_position(points: np.ndarray) -> bool:
+    """Whether ``points`` (``(n, m)``) hold ``m + 1`` affinely independent ones, well apart."""
+    points = np.asarray(points, dtype=np.float64)
+    n, m = points.shape
+    if n < m + 1:
+        return False
+    singular = np.linalg.svd(np.c_[np.ones(n), points - points.mean(axis=0)], compute_uv=False)
+    return bool(singular[-1] > 1e-6 * singular[0])
+
+
+def _systematic_problem(bound, code, X) -> str | None:
+    """A systematic layout at lambdas 0 with every worker returned: every input exact, through a
+    nonlinear ``f``, in ``X``'s own row order (ManifoldGCC's docstring, "systematic")."""
+    k, n = code.num_inputs, code.num_workers
+    lam_dec = code.lambda_dec
+    if not (code.systematic and k <= n and code.lambda_enc == 0 and not isinstance(lam_dec, str)):
+        return None
+    if lam_dec != 0:
+        return None
+    if code.design == "thin-plate":  # the thin-plate spline interpolates where it is defined
+        sites = np.asarray(bound.layout.sites)
+        if k > 1 and (not _general_position(sites) or np.unique(sites, axis=0).shape[0] < k):
+            return None
+    Xf = _as_numpy(X)
+    truth = np.sin(Xf)
+    est = _quiet(bound.decode, np.sin(bound.encode(Xf)), np.arange(n))
+    err = float(np.max(np.abs(_as_numpy(est) - truth), initial=0.0))
+    if not err <= 1e-7:
+        rows = np.flatnonzero(np.max(np.abs(_as_numpy(est) - truth).reshape(k, -1), axis=1) > 1e-7)
+        return f"systematic, lambdas 0, all {n} workers: inputs {rows.tolist()[:8]} off f(x_k) by {err:.3g}"
+    return None
+
+
+def _check_layout(bound, code, X) -> str | None:
+    """The bound code of ``code.bind(X)``: its kind, its layout (an order that is a permutation
+    of 0..K-1, alpha increasing along it, on workers' points when systematic; or sites in
+    [-1, 1]^m, among the worker sites when systematic), its own promise, systematic exactness."""
+    k, n = code.num_inputs, code.num_workers
+    if (bound.num_inputs, bound.num_workers) != (k, n):
+        return f"bound code has (K, N) = ({bound.num_inputs}, {bound.num_workers}), expected ({k}, {n})"
+    lay = getattr(bound, "layout", None)
+    if code.design == "thin-plate":
+        if not isinstance(bound, MANIFOLD.ThinPlateCode) or not isinstance(lay, MANIFOLD.SiteLayout):
+            return f"design='thin-plate' bound a {type(bound).__name__} with layout {type(lay).__name__}"
+        most = max(1, min(code.dimensions, k - 1))  # "at most K - 1 are used"
+        sites, workers = np.asarray(lay.sites), np.asarray(lay.worker_sites)
+        m = sites.shape[1] if sites.ndim == 2 else -1
+        if sites.shape != (k, m) or workers.shape != (n, m) or not 1 <= m <= most:
+            return f"sites {sites.shape}, worker_sites {workers.shape}: not (K, m), (N, m), 1 <= m <= {most}"
+        if not (np.all(np.isfinite(sites)) and np.all(np.isfinite(workers))):
+            return "sites or worker_sites hold NaN or inf"
+        if np.max(np.abs(sites)) > 1 + 1e-9:
+            return f"sites reach {np.max(np.abs(sites)):.3g}, outside [-1, 1]^m"
+        if code.systematic and 1 < k <= n:
+            missing = [i for i, s in enumerate(sites) if not np.any(np.all(workers == s, axis=1))]
+            if missing:
+                return f"systematic, K <= N: the sites of inputs {missing[:8]} are no worker's site"
+    else:
+        if not isinstance(bound, cc.GCC) or not isinstance(lay, MANIFOLD.Layout):
+            return f"design={code.design!r} bound a {type(bound).__name__} with layout {type(lay).__name__}"
+        order = np.asarray(lay.order)
+        if (
+            order.shape != (k,)
+            or not np.issubdtype(order.dtype, np.integer)
+            or sorted(order.tolist()) != list(range(k))
+        ):
+            return f"layout.order {short(order.tolist(), 60)} is not a permutation of 0..{k - 1}"
+        alpha = np.asarray(bound.alpha)
+        if not np.array_equal(alpha, np.asarray(lay.alpha)):
+            return "bound.alpha is not layout.alpha"
+        if k > 1 and np.any(np.diff(alpha[order]) <= 0):
+            return f"alpha {short(alpha.tolist(), 60)} does not increase along layout.order"
+        if code.design == "none" and not np.array_equal(order, np.arange(k)):
+            return f"design='none' reordered the batch: {order.tolist()}"
+        if code.systematic and k <= n and not np.all(np.isin(alpha, code.beta)):
+            return "systematic, K <= N: an alpha_k is no worker's point"
+        if not np.array_equal(np.asarray(bound.beta), np.asarray(code.beta)):
+            return "the bound code's beta is not the code's"
+    return _promise_problem(bound) or _systematic_problem(bound, code, X)
+
+
+def _reference_trailing(kwargs: dict) -> tuple | None:
+    """The trailing shape of the samples in a ManifoldGCC's ``reference`` argument (None: none)."""
+    reference = kwargs.get("reference", OMIT)
+    return None if reference is OMIT or reference is None else tuple(_shape(reference)[1:])
+
+
+def _batch_for(num_inputs: int, trailing: tuple | None, d: Draw | None = None, seed: int = 0):
+    """A batch of ``num_inputs`` inputs near the origin, shaped like the reference's samples
+    when there is one (``trailing``); from a draw, a tenth of the time with a repeated input."""
+    if d is None:
+        return np.random.default_rng(seed).normal(size=(num_inputs, *(trailing or (2,))))
+    X = d.normal((num_inputs, *(trailing if trailing is not None else trailing_shape(d))))
+    if num_inputs >= 2 and d.coin(0.1):
+        X[-1] = X[0]
+    return X
+
+
+def _check_manifold(code, kw: dict) -> str | None:
+    if not isinstance(code, cc.ManifoldGCC):
+        return f"returned {type(code).__name__}"
+    X = _batch_for(code.num_inputs, _reference_trailing(kw))
+    return _first(
+        lambda: _check_code(code, kw),
+        lambda: _rebuild_problem(code),
+        lambda: _check_layout(_quiet(code.bind, X), code, X),
+    )
+
+
+def _check_thin_plate(code, kw: dict) -> str | None:
+    if not isinstance(code, MANIFOLD.ThinPlateCode):
+        return f"returned {type(code).__name__}"
+    sites = np.asarray(kw["sites"], dtype=np.float64)
+    return _first(
+        lambda: _check_code(code, kw),
+        lambda: None if np.array_equal(code.sites, sites) else "code.sites are not the sites given",
+        lambda: _rebuild_problem(code),
+        lambda: _promise_problem(code),
+    )
+
+
+# -- RobustGCC, ApproxIFER -------------------------------------------------------------------
+
+ROBUST = cc.codes.robust
+
+
+def _adversaries_valid(cap: int):
+    def gen(d: Draw, ctx: dict):
+        n = int(ctx["num_workers"])
+        return omit_or(d, 0.2, lambda: int_like(d, d.int(0, min(n - 1, cap))))
+
+    return gen
+
+
+def _bad_adversaries(d: Draw, ctx: dict) -> list:
+    n = int(ctx["num_workers"])
+    return [("equal-num_workers", n), ("above-num_workers", n + 3)]
+
+
+def _bound_valid(d: Draw, ctx: dict):
+    return d.pick((OMIT, None, None, real_like(d, d.pick((1.0, 100.0, d.uniform(0.2, 50.0))))))
+
+
+def _optional_nonnegative(values: tuple):
+    def gen(d: Draw, ctx: dict):
+        return d.pick((OMIT, OMIT, None, real_like(d, d.pick((*values, d.uniform(0, 1e-2))))))
+
+    return gen
+
+
+_bad_bound = bad_real(lo=0.0, lo_open=True, typical=10.0, none_ok=True)
+
+
+def _robust_params() -> tuple[Param, ...]:
+    n_of = lambda ctx: int(ctx["num_workers"])  # noqa: E731
+    return (
+        Param("num_inputs", lambda d, ctx: int_like(d, d.int(1, 6)), bad_count(1, name="num_inputs")),
+        Param("num_workers", _num_workers_valid, bad_count(2, name="num_workers")),
+        Param(
+            "num_adversaries",
+            _adversaries_valid(4),
+            bad_count(0, name="num_adversaries", extra=_bad_adversaries),
+        ),
+        Param("bound", _bound_valid, _bad_bound),
+        Param(
+            "lambda_dec",
+            _optional_nonnegative((0.0, 1e-4, 1.0)),
+            bad_real(
+                typical=0.1,
+                none_ok=True,
+                extra=lambda d, ctx: [("too-large", 1e300), ("str-gcv", "gcv")],
+            ),
+        ),
+        Param("schedule", _choice_valid(ROBUST.SCHEDULES), bad_choice(ROBUST.SCHEDULES)),
+        Param("scale", _optional_nonnegative((0.0, 1e-8, 1e-4, 1.0)), bad_real(typical=1.0, none_ok=True)),
+        Param("loss", _choice_valid(ROBUST.LOSSES, 0.3), bad_choice(ROBUST.LOSSES)),
+        Param("start", _choice_valid(ROBUST.STARTS), bad_choice(ROBUST.STARTS)),
+        Param(
+            "iterations",
+            lambda d, ctx: omit_or(d, 0.5, lambda: int_like(d, d.int(1, 10))),
+            bad_count(1, name="iterations"),
+        ),
+        Param("lambda_enc", _lambda_valid, _bad_lambda),
+        Param("points", _points_valid, bad_choice(("chebyshev", "equispaced"))),
+        Param("alpha", _explicit_points(_n_inputs), bad_points(_n_inputs)),
+        Param("beta", _explicit_points(n_of), bad_points(n_of)),
+        Param("assignment", _choice_valid(("natural", "golden")), bad_choice(("natural", "golden"))),
+    )
+
+
+def _approxifer_params() -> tuple[Param, ...]:
+    n_of = lambda ctx: int(ctx["num_workers"])  # noqa: E731
+    return (
+        Param("num_inputs", lambda d, ctx: int_like(d, d.int(1, 6)), bad_count(1, name="num_inputs")),
+        Param("num_workers", _num_workers_valid, bad_count(2, name="num_workers")),
+        Param(
+            "num_adversaries",
+            _adversaries_valid(3),
+            bad_count(0, name="num_adversaries", extra=_bad_adversaries),
+        ),
+        Param("points", _points_valid, bad_choice(("chebyshev", "equispaced"))),
+        Param("alpha", _explicit_points(_n_inputs), bad_points(_n_inputs)),
+        Param("beta", _explicit_points(n_of), bad_points(n_of)),
+        Param("assignment", _choice_valid(("natural", "golden")), bad_choice(("natural", "golden"))),
+    )
+
+
+def _check_robust(code, kw: dict) -> str | None:
+    if not isinstance(code, cc.RobustGCC):
+        return f"returned {type(code).__name__}"
+    return _first(
+        lambda: _check_code(code, kw),
+        lambda: _rebuild_problem(code),
+        lambda: _promise_problem(code, instances=4),
+    )
+
+
+def _check_approxifer(code, kw: dict) -> str | None:
+    if not isinstance(code, cc.ApproxIFER):
+        return f"returned {type(code).__name__}"
+    return _first(
+        lambda: _check_code(code, kw),
+        lambda: _rebuild_problem(code),
+        lambda: _promise_problem(code, instances=3),
+    )
+
+
+def _check_locates(out, kw: dict) -> str | None:
+    code = _code(kw)
+    e, k = code.num_adversaries, code.num_inputs
+    expected = e >= 1 and int(kw["num_results"]) >= 2 * (k + e)
+    if not isinstance(out, (bool, np.bool_)) or bool(out) != expected:
+        return f"returned {out!r}, expected {expected} (e = {e}, K = {k})"
+    return None
+
+
+# RobustGCC.clip took ``(Y)`` and later ``(Y, alive)`` (the results' workers, so that it clips
+# around a trend in their points): the spec follows the signature it finds.
+CLIP_TAKES_ALIVE = "alive" in inspect.signature(cc.RobustGCC.clip).parameters
+
+
+def _clip_alive_valid(d: Draw, ctx: dict):
+    n = _code(ctx).num_workers
+    return alive_like(d, d.sample(n, d.int(0, n)))
+
+
+def _clip_y_valid(d: Draw, ctx: dict):
+    rows = len(_alive_list(ctx["alive"])) if CLIP_TAKES_ALIVE else d.int(0, 10)
+    y = d.normal((rows, *trailing_shape(d))) * d.pick((1.0, 10.0))
+    if y.shape[0] and d.coin(0.3):  # an outlier for the clipping to catch
+        y[d.int(0, y.shape[0] - 1)] = d.pick((1e6, -1e9))
+    return array_like(d, y, half_ok=False)
+
+
+def _bad_clip_y(d: Draw, ctx: dict) -> list:
+    rows = max(_shape(ctx["Y"])[0], 2)
+    out = [
+        ("none", None),
+        ("str", "abc"),
+        ("dict", {"rows": [1.0]}),
+        ("python-scalar", 2.0),
+        ("0-d-array", np.array(2.0)),
+        ("ragged-list", _ragged(rows)),
+        ("str-array", np.full((rows, 2), "x")),
+        ("list-of-str", ["a"] * rows),
+        ("object-array", np.array([object() for _ in range(rows)], dtype=object)),
+        ("set", {1.0, 2.0}),
+    ]
+    if CLIP_TAKES_ALIVE:  # rows must match alive; finite (its docstring: decode erases NaN rows)
+        rows = len(_alive_list(ctx["alive"]))
+        tr = tuple(_shape(ctx["Y"])[1:])
+        out.append(("too-many-rows", d.normal((rows + 1, *tr))))
+        if rows:
+            with_nan = d.normal((rows, *tr))
+            with_nan.flat[d.int(0, with_nan.size - 1)] = math.nan
+            out.append(("nan", with_nan))
+    return out
+
+
+def _clip_params(robust: Param) -> tuple[Param, ...]:
+    y = Param("Y", _clip_y_valid, _bad_clip_y)
+    if not CLIP_TAKES_ALIVE:
+        return (robust, y)
+    return (robust, Param("alive", _clip_alive_valid, bad_alive(lambda ctx: _code(ctx).num_workers)), y)
+
+
+def _check_clip(out, kw: dict) -> str | None:
+    """Step 1 of RobustGCC's docstring: float64 ``(n, d)`` in the order given; with a bound,
+    clipped to ``[-bound, bound]``; without one, each column clipped to a range that at most
+    ``q`` values lie beyond on either side (at most ``2q`` moved, each into the column's own
+    range), nothing moved when ``q = 0``."""
+    code = _code(kw)
+    flat = _as_numpy(kw["Y"])
+    flat = flat.reshape(flat.shape[0], -1)
+    n, q = flat.shape[0], code.num_adversaries
+    if not isinstance(out, np.ndarray) or out.dtype != np.float64 or out.shape != flat.shape:
+        return f"returned {short(out)}, expected a float64 array of shape {flat.shape}"
+    if code.bound is not None:
+        expected = np.clip(flat, -code.bound, code.bound)
+        return None if np.array_equal(out, expected) else f"not clipped to [-{code.bound:g}, {code.bound:g}]"
+    moved = out != flat
+    if q == 0 and moved.any():
+        return "q = 0, yet results were moved"
+    if n and np.any(np.sum(moved, axis=0) > 2 * q):
+        return f"a column had {int(np.max(np.sum(moved, axis=0)))} values moved, more than 2q = {2 * q}"
+    if n and (np.any(out < flat.min(axis=0)) or np.any(out > flat.max(axis=0))):
+        return "a value was moved outside its column's range"
+    return None
+
+
+# -- block_medians and robust_lambda ---------------------------------------------------------
+
+
+def _check_robust_lambda(out, kw: dict) -> str | None:
+    q, n = int(kw["num_adversaries"]), int(kw["num_points"])
+    schedule = _given(kw, "schedule", "mse")
+    scale = float(_given(kw, "scale", 1.0))
+    b = math.log(q) / math.log(n) if q >= 1 else 0.0
+    switch, power = (0.4, 4.0 / 3.0) if schedule == "mse" else (0.5, 6.0 / 5.0)
+    expected = scale * (n ** (-0.8) if b <= switch else (q / n) ** power)
+    if not isinstance(out, float) or not math.isfinite(out) or out < 0:
+        return f"returned {out!r}, not a finite float >= 0"
+    if abs(out - expected) > 1e-12 * max(expected, 1e-300):
+        return f"returned {out!r}, the schedule gives {expected!r}"
+    return None
+
+
+def _sorted_knots_valid(d: Draw, ctx: dict):
+    return np.sort(distinct_points(d, d.int(1, 16)))
+
+
+def _bm_values_valid(d: Draw, ctx: dict):
+    return d.normal((len(ctx["knots"]), d.int(1, 3)))
+
+
+def _bm_size_valid(d: Draw, ctx: dict):
+    return int_like(d, d.int(1, len(ctx["knots"]) + 2))
+
+
+def _bm_points_valid(d: Draw, ctx: dict):
+    if d.coin(0.4):
+        return d.pick((OMIT, None))
+    return np.array([d.uniform(-1.5, 1.5) for _ in range(d.int(0, 8))])
+
+
+def _bad_bm_knots(d: Draw, ctx: dict) -> list:
+    knots = np.asarray(ctx["knots"])
+    n = knots.size
+    out = [
+        *_bad_array_common((n,), d),
+        ("2-d", knots[:, None]),
+        ("too-long", np.append(knots, knots[-1] + 1.0)),
+        ("python-scalar", 0.5),
+    ]
+    if n >= 2:
+        out += [("unsorted", knots[::-1].copy()), ("duplicate", np.r_[knots[:1], knots[:-1]])]
+        out.append(("too-short", knots[:-1]))
+    return out
+
+
+def _bad_bm_values(d: Draw, ctx: dict) -> list:
+    n = len(ctx["knots"])
+    shape = np.shape(ctx["values"])
+    return [
+        *_bad_array_common(shape, d),
+        ("1-d", d.normal(n)),
+        ("too-many-rows", d.normal((n + 1, shape[1]))),
+        ("python-scalar", 0.5),
+    ]
+
+
+def _bad_bm_points(d: Draw, ctx: dict) -> list:
+    return [
+        ("nan", np.array([0.1, math.nan])),
+        ("inf", np.array([math.inf])),
+        ("2-d", np.zeros((2, 2))),
+        ("str", "abc"),
+        ("str-array", np.array(["a"])),
+        ("complex", np.array([0.1 + 1j])),
+        ("object-array", np.array([object()], dtype=object)),
+    ]
+
+
+def _check_block_medians(out, kw: dict) -> str | None:
+    """Shape, finiteness, and the docstring's exactness: values affine in the knots are
+    reproduced (a line through the block medians) wherever there are two or more blocks."""
+    knots, values, size = np.asarray(kw["knots"]), np.asarray(kw["values"]), int(kw["size"])
+    points = _given(kw, "points", None)
+    at = knots if points is None else np.asarray(points, dtype=np.float64)
+    if not isinstance(out, np.ndarray) or out.shape != (at.size, values.shape[1]):
+        return f"returned {short(out)}, expected shape ({at.size}, {values.shape[1]})"
+    if not np.all(np.isfinite(out)):
+        return "returned NaN or inf"
+    if knots.size >= 2 * size:
+        slope, level = np.linspace(1.5, -0.5, values.shape[1])[None, :], 0.25
+        affine = level + knots[:, None] * slope
+        got = ROBUST.block_medians(knots, affine, size, points)
+        err, tol = _off_by(got, level + at[:, None] * slope)
+        if not err <= tol:
+            return f"affine values are not reproduced: off by {err:.3g}"
+    return None
+
+
+def _rm_knots_valid(d: Draw, ctx: dict):
+    return distinct_points(d, d.int(1, 12))
+
+
+def _bad_rm_knots(d: Draw, ctx: dict) -> list:
+    knots = np.asarray(ctx["knots"])
+    out = [
+        *_bad_array_common(knots.shape, d),
+        ("2-d", knots[:, None]),
+        ("too-long", np.append(knots, 9.0)),
+        ("python-scalar", 0.5),
+    ]
+    if knots.size >= 2:
+        out.append(("duplicate", np.r_[knots[:1], knots[:-1]]))
+    return out
+
+
+def _check_repeated_median(out, kw: dict) -> str | None:
+    """Shape and finiteness; values affine in the knots come back exactly, also with up to
+    ``n / 2 - 1`` of them replaced by anything (its docstring)."""
+    knots, values = np.asarray(kw["knots"]), np.asarray(kw["values"])
+    if not isinstance(out, np.ndarray) or out.shape != values.shape or not np.all(np.isfinite(out)):
+        return f"returned {short(out)}, expected a finite array of shape {values.shape}"
+    n, d = values.shape
+    affine = 0.25 + knots[:, None] * np.linspace(1.5, -0.5, d)[None, :]
+    corrupted = affine.copy()
+    rows = np.arange(1, n, 2)[: max((n - 2) // 2, 0)]  # at most n / 2 - 1 of them, spread out
+    corrupted[rows] = 1e6
+    err, tol = _off_by(ROBUST.repeated_median_line(knots, corrupted), affine)
+    if not err <= tol:
+        return f"affine values with {rows.size} replaced came back {err:.3g} off"
+    return None
+
+
+# -- attacks and the adversarial fault model ---------------------------------------------------
+
+ADV = cc.adversaries
+ATTACK_CLASSES = {
+    "Random": ADV.Random,
+    "Concentrated": ADV.Concentrated,
+    "Greedy": ADV.Greedy,
+    "SignFlip": ADV.SignFlip,
+    "Garbage": ADV.Garbage,
+}
+
+
+def _attack_bound_valid(bounded: bool):
+    def gen(d: Draw, ctx: dict):
+        value = real_like(d, d.pick((1.0, 100.0, d.uniform(0.2, 20.0))))
+        return value if bounded else d.pick((OMIT, None, value))
+
+    return gen
+
+
+def _attack_params(cls) -> tuple[Param, ...]:
+    params = [
+        Param(
+            "num_adversaries",
+            lambda d, ctx: int_like(d, d.pick((0, 1, 1, 2, 3, 5, 20))),
+            bad_count(0, name="num_adversaries"),
+        ),
+        Param(
+            "bound",
+            _attack_bound_valid(cls.bounded),
+            bad_real(lo=0.0, lo_open=True, typical=10.0, none_ok=not cls.bounded),
+        ),
+    ]
+    if cls is ADV.Concentrated:
+        params.append(
+            Param(
+                "at",
+                lambda d, ctx: omit_or(d, 0.5, lambda: real_like(d, d.uniform(-1.0, 1.0))),
+                bad_real(lo=-1.0, hi=1.0, hi_open=False, typical=0.0),
+            )
+        )
+    return tuple(params)
+
+
+def _check_attack(cls):
+    def check(out, kw: dict) -> str | None:
+        if not isinstance(out, cls):
+            return f"returned {type(out).__name__}"
+        bound = _given(kw, "bound", None)
+        if out.num_adversaries != int(kw["num_adversaries"]):
+            return f"num_adversaries is {out.num_adversaries!r}"
+        if (out.bound is None) != (bound is None) or (bound is not None and out.bound != float(bound)):
+            return f"bound is {out.bound!r}, given {bound!r}"
+        return None
+
+    return check
+
+
+class AttackSpec:
+    """A valid attack of class ``name`` (or of a random class), drawn by its constructor's spec."""
+
+    def __init__(self, d: Draw, name: str | None = None):
+        self.name = name or d.pick(tuple(ATTACK_CLASSES))
+        cls = ATTACK_CLASSES[self.name]
+        ctx: dict = {}
+        for p in _attack_params(cls):
+            ctx[p.name] = p.valid(d, ctx)
+        self.kwargs = {k: v for k, v in ctx.items() if v is not OMIT}
+        self.obj = cls(**self.kwargs)
+
+    def __repr__(self) -> str:
+        return repr(self.obj)
+
+
+_ATTACKED_KINDS = ("gcc", "bacc", "lcc", "robust", "approxifer", "uncoded")
+
+
+def _attacked_code_valid(d: Draw, ctx: dict):
+    return _quiet(lambda: draw_code(d, d.pick(_ATTACKED_KINDS)).obj)
+
+
+def _bad_attacked_code(d: Draw, ctx: dict) -> list:
+    return [
+        ("none", None),
+        ("str", "gcc"),
+        ("class", cc.GCC),
+        ("attack", ADV.SignFlip(1)),
+        ("gradient-code", cc.gradient_coding.FractionalRepetition(4, 1)),
+        ("dict", {"num_workers": 4}),
+    ]
+
+
+def _attack_alive_valid(d: Draw, ctx: dict):
+    n = ctx["code"].num_workers
+    return alive_like(d, d.sample(n, min(n, d.pick((0, 1, 1, 2, d.int(0, n), d.int(0, n), n)))))
+
+
+def _attack_y_valid(d: Draw, ctx: dict):
+    rows = len(_alive_list(ctx["alive"]))
+    return array_like(d, d.normal((rows, *trailing_shape(d))))
+
+
+def _attack_y_pool(name: str):
+    def pool(d: Draw, ctx: dict) -> list:
+        rows = len(_alive_list(ctx["alive"]))
+        # an attack corrupts finite results: NaN or inf in Y is refused (its docstring)
+        pool = bad_batch(lambda ctx: rows, name, nan_ok=rows == 0)(d, ctx)
+        return [entry for entry in pool if "empty" not in entry[0]]
+
+    return pool
+
+
+def _eps_of(x) -> float:
+    if _is_tensor(x):
+        return float(torch.finfo(x.dtype).eps) if x.is_floating_point() else 1e-15
+    x = np.asarray(x)
+    return float(np.finfo(x.dtype).eps) if x.dtype.kind == "f" else 1e-15
+
+
+def _check_corruption(attack, kw: dict, out, y_name: str) -> str | None:
+    """A Corruption of ``kw[y_name]``: same kind and shape; ``min(q, len(alive))`` corrupted
+    workers, sorted, among ``alive``; the others' results untouched; what each attack reports
+    (its class docstring); the same result again from the same seed."""
+    Y, alive = kw[y_name], _alive_list(kw["alive"])
+    q = min(attack.num_adversaries, len(alive))
+    if not isinstance(out, ADV.Corruption):
+        return f"returned {type(out).__name__}, not a Corruption"
+    res = out.results
+    if _is_tensor(Y) != _is_tensor(res):
+        return f"results are a {type(res).__name__} for a {type(Y).__name__} {y_name}"
+    if tuple(_shape(res)) != tuple(_shape(Y)):
+        return f"results of shape {_shape(res)}, {y_name} of {_shape(Y)}"
+    if isinstance(Y, np.ndarray) and Y.dtype.kind == "f" and res.dtype != Y.dtype:
+        return f"results of dtype {res.dtype}, {y_name} of {Y.dtype}"
+    workers = np.asarray(out.workers)
+    if (
+        workers.ndim != 1
+        or workers.size != q
+        or (workers.size and not np.issubdtype(workers.dtype, np.integer))
+        or np.any(np.diff(workers) <= 0)
+        or not set(workers.tolist()) <= set(alive)
+    ):
+        return f"workers {short(workers.tolist())}: not {q} sorted workers of alive"
+    rows = [alive.index(w) for w in workers.tolist()]
+    honest = [i for i in range(len(alive)) if i not in rows]
+    before = _as_numpy(Y).reshape(len(alive), -1)
+    after = _as_numpy(res).reshape(len(alive), -1)
+    if not np.array_equal(before[honest], after[honest]):
+        return "an honest worker's result was changed"
+    hit = after[rows]
+    slack = 4 * _eps_of(res)
+    if attack.bounded and np.any(np.abs(hit) > attack.bound * (1 + slack)):
+        return f"a corrupted value {np.max(np.abs(hit)):.4g} exceeds bound {attack.bound:g}"
+    if attack.name in ("random", "concentrated") and np.any(
+        np.abs(hit - attack.bound) > attack.bound * slack
+    ):
+        return f"corrupted results are not +bound = {attack.bound:g}"
+    if attack.name == "concentrated" and q:
+        beta = np.asarray(kw["code"].beta)[alive]
+        by_point = np.argsort(beta, kind="stable")
+        places = np.sort(np.flatnonzero(np.isin(by_point, rows)))
+        if places[-1] - places[0] + 1 != q:
+            return f"the corrupted workers {workers.tolist()} are not consecutive along beta"
+    if attack.name == "sign-flip" and not np.allclose(hit, -before[rows], rtol=slack, atol=0.0):
+        return "sign-flipped results are not -y"
+    if attack.name == "garbage":
+        for row in hit:
+            if not (np.any(np.isnan(row)) or np.all(np.abs(row) >= 1e10)):
+                return f"a garbage row {short(row.tolist())} is neither huge nor NaN"
+    rng = kw["rng"]
+    if not isinstance(rng, np.random.Generator):
+        again = attack.corrupt(kw["code"], Y, kw["alive"], rng=rng)
+        if not np.array_equal(_as_numpy(again.results), _as_numpy(res), equal_nan=True):
+            return "the same seed gave another corruption"
+    return None
+
+
+def _corrupt_params(context: Param, y_name: str) -> tuple[Param, ...]:
+    return (
+        context,
+        Param("code", _attacked_code_valid, _bad_attacked_code),
+        Param("alive", _attack_alive_valid, bad_alive(lambda ctx: ctx["code"].num_workers)),
+        Param(y_name, _attack_y_valid, _attack_y_pool(y_name)),
+        Param("rng", rng_valid, bad_rng),
+    )
+
+
+def _check_corrupt(out, kw: dict) -> str | None:
+    return _check_corruption(kw["_attack"].obj, kw, out, "Y")
+
+
+def _check_adversarial_corrupt(out, kw: dict) -> str | None:
+    return _check_corruption(kw["_fault"].attack, kw, out, "results")
+
+
+def _make_attack_bound_valid(d: Draw, ctx: dict):
+    return _attack_bound_valid(ADV.ATTACKS[ctx["name"]].bounded)(d, ctx)
+
+
+def _make_attack_bad_bound(d: Draw, ctx: dict) -> list:
+    bounded = ADV.ATTACKS[ctx["name"]].bounded
+    return bad_real(lo=0.0, lo_open=True, typical=10.0, none_ok=not bounded)(d, ctx)
+
+
+def _check_make_attack(out, kw: dict) -> str | None:
+    return _check_attack(ADV.ATTACKS[kw["name"]])(out, kw)
+
+
+def _bad_attack_arg(d: Draw, ctx: dict) -> list:
+    return [
+        ("none", None),
+        ("str", "greedy"),
+        ("class", ADV.Greedy),
+        ("fault-model", cc.faults.Fixed({})),
+        ("dict", {"num_adversaries": 1}),
+        ("code", cc.GCC(2, 4)),
+    ]
+
+
+def _check_adversarial(out, kw: dict) -> str | None:
+    if not isinstance(out, cc.faults.Adversarial) or not isinstance(out, cc.faults.FaultModel):
+        return f"returned {type(out).__name__}"
+    if out.attack is not kw["attack"]:
+        return "its attack is not the one given"
+    sample = out.sample(16, np.random.default_rng(0))
+    return None if sample == {} else f"sample(16) gave {sample!r}, expected {{}}"
+
+
+class AdversarialSpec:
+    def __init__(self, d: Draw):
+        self.attack_spec = AttackSpec(d)
+        self.attack = self.attack_spec.obj
+        self.obj = cc.faults.Adversarial(self.attack)
+
+    def __repr__(self) -> str:
+        return f"Adversarial({self.attack_spec!r})"
+
+
+def _fault_result_valid(d: Draw, ctx: dict):
+    arr = d.normal((d.int(1, 5), *trailing_shape(d)))
+    return array_like(d, arr)
+
+
+def _bad_fault_result(d: Draw, ctx: dict) -> list:
+    return [
+        ("none", None),
+        ("str", "abc"),
+        ("dict", {"result": 1.0}),
+        ("str-array", np.full((2, 2), "x")),
+        ("object-array", np.array([object(), object()], dtype=object)),
+        ("set", {1.0, 2.0}),
+    ]
+
+
+def _bad_fault_seed(d: Draw, ctx: dict) -> list:
+    return [
+        ("negative", -1),
+        ("float", 1.5),
+        ("float-integral", 2.0),
+        ("str", "abc"),
+        ("none", None),
+        ("bool-true", True),
+        ("nan", math.nan),
+        ("list-negative", [-1]),
+    ]
+
+
+def _check_fault_corrupt(out, kw: dict) -> str | None:
+    result, kind = kw["result"], kw["kind"]
+    if _is_tensor(result) != _is_tensor(out) or not (_is_tensor(out) or isinstance(out, np.ndarray)):
+        return f"returned a {type(out).__name__} for a {type(result).__name__}"
+    if tuple(_shape(out)) != tuple(_shape(result)):
+        return f"returned shape {_shape(out)} for {_shape(result)}"
+    if isinstance(result, np.ndarray) and result.dtype.kind == "f" and out.dtype != result.dtype:
+        return f"returned dtype {out.dtype} for {result.dtype}"
+    if _is_tensor(result) and out.dtype != result.dtype:
+        return f"returned dtype {out.dtype} for {result.dtype}"
+    values = _as_numpy(out)
+    if kind == "nan" and not np.all(np.isnan(values)):
+        return "kind 'nan' left a number"
+    if kind == "garbage":
+        if not np.all(np.isfinite(values)):
+            return "garbage is not finite"
+        again = _as_numpy(cc.faults.corrupt(result, kind, kw["seed"]))
+        if not np.array_equal(again, values):
+            return "the same seed gave other garbage"
+    return None
+
+
+# -- codedcomputing.layout ---------------------------------------------------------------------
+
+LAYOUT = cc.layout
+
+
+def _cloud(d: Draw, lo: int = 1, hi: int = 12, dims: int | None = None) -> np.ndarray:
+    """``n`` random points in R^p (float64), at a random scale and offset."""
+    p = dims if dims is not None else d.int(1, 3)
+    points = d.normal((d.int(lo, hi), p)) * d.pick((1.0, 1.0, 0.01, 10.0))
+    return points + d.pick((0.0, 0.0, 5.0))
+
+
+def _distances_of(points: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.maximum(np.sum((points[:, None, :] - points[None, :, :]) ** 2, axis=-1), 0.0))
+
+
+def _distances_valid(lo: int = 1, hi: int = 12):
+    def gen(d: Draw, ctx: dict):
+        return _distances_of(_cloud(d, lo, hi))
+
+    return gen
+
+
+def _bad_distances(name: str = "distances"):
+    def pool(d: Draw, ctx: dict) -> list:
+        D = np.asarray(ctx[name])
+        n = D.shape[0]
+        negative = D.copy()
+        negative[0, -1] = negative[-1, 0] = -1.0
+        out = [
+            *_bad_array_common(D.shape, d),
+            ("1-d", D[0].copy()),
+            ("non-square", np.zeros((n, n + 1))),
+            ("3-d", D[None]),
+            ("python-scalar", 0.5),
+            ("ragged-list", _ragged(n)),
+        ]
+        if n >= 2:
+            out.append(("negative", negative))
+        return out
+
+    return pool
+
+
+def _bad_array_of(name: str, *, extra: Callable[[Draw, dict], list] | None = None, ndim: int = 2):
+    """Invalid values for an ``ndim``-dimensional real array parameter ``name``."""
+
+    def pool(d: Draw, ctx: dict) -> list:
+        value = np.asarray(ctx[name], dtype=np.float64)
+        out = [*_bad_array_common(value.shape, d), ("python-scalar", 0.5)]
+        out.append(("3-d", value.reshape(1, *value.shape)) if ndim == 2 else ("2-d", value[:, None]))
+        if ndim == 2:
+            out.append(("1-d", value[:, 0].copy() if value.shape[1] else np.zeros(value.shape[0])))
+        if extra is not None:
+            out += extra(d, ctx)
+        return out
+
+    return pool
+
+
+def _check_pairwise(out, kw: dict) -> str | None:
+    a = np.asarray(kw["a"], dtype=np.float64)
+    b = _given(kw, "b", None)
+    b = a if b is None else np.asarray(b, dtype=np.float64)
+    expected = np.sqrt(np.sum((a[:, None, :] - b[None, :, :]) ** 2, axis=-1))
+    if not isinstance(out, np.ndarray) or out.shape != expected.shape:
+        return f"returned {short(out)}, expected shape {expected.shape}"
+    if not np.all(np.isfinite(out)) or np.any(out < 0):
+        return "returned NaN, inf or a negative distance"
+    norm = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(b), initial=0.0)))
+    err = float(np.max(np.abs(out - expected), initial=0.0))
+    if err > 1e-6 * (1.0 + norm):
+        return f"off the distances by {err:.3g}"
+    return None
+
+
+def _check_knn(out, kw: dict) -> str | None:
+    """The symmetric k-nearest-neighbour graph, joined into one component; weights the distances."""
+    D = np.asarray(kw["distances"])
+    n = D.shape[0]
+    k = min(int(kw["neighbours"]), n - 1)
+    if not scipy.sparse.issparse(out) or out.shape != (n, n):
+        return f"returned {short(out)}, expected a sparse ({n}, {n}) graph"
+    dense = out.toarray()
+    if not np.all(np.isfinite(dense)) or np.any(dense < 0) or not np.array_equal(dense, dense.T):
+        return "weights are not finite, >= 0 and symmetric"
+    edges = dense > 0
+    if np.any(np.abs(dense[edges] - np.maximum(D[edges], 1e-300)) > 1e-12 * (1 + np.abs(D[edges]))):
+        return "edge weights are not the distances"
+    if n and scipy.sparse.csgraph.connected_components(out, directed=False)[0] != 1:
+        return "the graph is not connected"
+    if n and np.min(np.count_nonzero(edges, axis=1)) < k:
+        return f"a node has fewer than {k} neighbours"
+    return None
+
+
+def _centred_valid(d: Draw, ctx: dict):
+    points = d.normal((d.int(1, 8), d.int(1, 6)))
+    if d.coin(0.05):
+        return np.zeros_like(points)
+    return points - points.mean(axis=0)
+
+
+def _check_axis(out, kw: dict) -> str | None:
+    centred = np.asarray(kw["centred"], dtype=np.float64)
+    if not isinstance(out, np.ndarray) or out.shape != (centred.shape[1],):
+        return f"returned {short(out)}, expected shape ({centred.shape[1]},)"
+    if not np.all(np.isfinite(out)) or abs(float(np.linalg.norm(out)) - 1.0) > 1e-9:
+        return "not a finite unit vector"
+    top = float(np.linalg.svd(centred, compute_uv=False)[0])
+    got = float(np.linalg.norm(centred @ out))
+    if abs(got - top) > 1e-6 * top + 1e-12:
+        return f"|centred @ axis| = {got:.6g}, the top singular value is {top:.6g}"
+    return None
+
+
+def _order_valid(d: Draw, ctx: dict):
+    n = np.shape(ctx["distances"])[0]
+    order = d.sample(n, d.int(0, n))
+    return d.pick((order, np.array(order, dtype=np.int64), np.array(order, dtype=np.intp)))
+
+
+def _bad_order(d: Draw, ctx: dict) -> list:
+    n = np.shape(ctx["distances"])[0]
+    good = list(_alive_list(ctx["order"])) or [0]
+    return [
+        ("none", None),
+        ("str", "0,1"),
+        ("out-of-range", [*good[:-1], n]),
+        ("negative", [-1, *good[1:]]),
+        ("fraction", [good[0] + 0.5, *good[1:]]),
+        ("nan", [math.nan, *good[1:]]),
+        ("2-d", np.array(good)[None, :]),
+        ("bools", [True] * len(good)),
+        ("str-list", [str(g) for g in good]),
+        ("object-array", np.array(good, dtype=object)),
+    ]
+
+
+def _check_path_length(out, kw: dict) -> str | None:
+    D, order = np.asarray(kw["distances"]), _alive_list(kw["order"])
+    expected = float(sum(D[a, b] for a, b in itertools.pairwise(order)))
+    if not isinstance(out, float) or not math.isfinite(out) or abs(out - expected) > 1e-12 * (1 + expected):
+        return f"returned {out!r}, the path is {expected!r} long"
+    return None
+
+
+def _is_permutation(out, n: int) -> bool:
+    out = np.asarray(out)
+    return (
+        out.shape == (n,) and np.issubdtype(out.dtype, np.integer) and sorted(out.tolist()) == list(range(n))
+    )
+
+
+def _two_opt_gain(D: np.ndarray, order: np.ndarray) -> float:
+    """The largest shortening of the open path ``order`` by reversing one stretch of it."""
+    n, best = order.size, 0.0
+    length = LAYOUT.path_length(D, order)
+    for i in range(n):
+        for j in range(i + 1, n):
+            trial = np.r_[order[:i], order[i : j + 1][::-1], order[j + 1 :]]
+            best = max(best, length - LAYOUT.path_length(D, trial))
+    return best
+
+
+def _check_chain(out, kw: dict) -> str | None:
+    D = np.asarray(kw["distances"])
+    n = D.shape[0]
+    if not _is_permutation(out, n):
+        return f"returned {short(out)}, not a permutation of 0..{n - 1}"
+    if "max_passes" not in kw or kw["max_passes"] is OMIT:  # the 2-opt ran to its end
+        gain = _two_opt_gain(D, np.asarray(out))
+        length = LAYOUT.path_length(D, np.asarray(out))
+        if gain > 1e-9 * max(length, 1e-300):
+            return f"a reversal shortens the path by {gain:.3g} of {length:.3g}: 2-opt stopped early"
+    return None
+
+
+def _graph_of(d: Draw, points: np.ndarray):
+    graph = LAYOUT.knn_graph(LAYOUT.pairwise_distances(points), d.int(1, 5))
+    kind = d.pick(("csr_array", "csr_array", "csr_matrix", "coo_array"))
+    if kind == "csr_matrix":
+        return scipy.sparse.csr_matrix(graph)
+    if kind == "coo_array":
+        return scipy.sparse.coo_array(graph)
+    return graph
+
+
+def _graph_valid(d: Draw, ctx: dict):
+    return _graph_of(d, _cloud(d, 3, 14))
+
+
+def _bad_graph(d: Draw, ctx: dict) -> list:
+    graph = scipy.sparse.csr_array(ctx["graph"])
+    n = graph.shape[0]
+    half = max(n // 2, 2)
+    left = LAYOUT.knn_graph(LAYOUT.pairwise_distances(d.normal((half, 2))), 2)
+    right = LAYOUT.knn_graph(LAYOUT.pairwise_distances(d.normal((n - half + 2, 2)) + 50.0), 2)
+    negative, with_nan = graph.copy(), graph.copy()
+    negative.data = -np.abs(negative.data)
+    with_nan.data[0] = math.nan
+    return [
+        ("none", None),
+        ("str", "knn"),
+        ("dict", {"graph": 1}),
+        ("non-square", scipy.sparse.csr_array(np.ones((n, n + 1)))),
+        ("disconnected", scipy.sparse.block_diag([left, right], format="csr")),
+        ("no-edges", scipy.sparse.csr_array((n, n))),
+        ("negative-weights", negative),
+        ("nan-weight", with_nan),
+    ]
+
+
+def _check_spectral_coordinate(out, kw: dict) -> str | None:
+    n = kw["graph"].shape[0]
+    if not isinstance(out, np.ndarray) or out.shape != (n,) or not np.all(np.isfinite(out)):
+        return f"returned {short(out)}, expected a finite array of shape ({n},)"
+    if n > 2 and (out[0] > 0 or np.ptp(out) == 0):
+        return f"returned {short(out)}: its first entry is > 0 or it is constant"
+    return None
+
+
+def _embedding_dims_valid(rows_of: Callable[[dict], int]):
+    def gen(d: Draw, ctx: dict):
+        return int_like(d, d.int(1, max(1, rows_of(ctx) - 2)))
+
+    return gen
+
+
+def _bad_embedding_dims(rows_of: Callable[[dict], int]):
+    return bad_count(
+        1,
+        name="dimensions",
+        extra=lambda d, ctx: [("above-n-2", rows_of(ctx) - 1), ("above-n", rows_of(ctx) + 1)],
+    )
+
+
+def _check_embedding(rows_of: Callable[[dict], int]):
+    def check(out, kw: dict) -> str | None:
+        shape = (rows_of(kw), int(kw["dimensions"]))
+        if not isinstance(out, np.ndarray) or out.shape != shape or not np.all(np.isfinite(out)):
+            return f"returned {short(out)}, expected a finite array of shape {shape}"
+        return None
+
+    return check
+
+
+def _check_spectral_embedding(out, kw: dict) -> str | None:
+    problem = _check_embedding(lambda kw: kw["graph"].shape[0])(out, kw)
+    if problem is None and np.any(out[0] > 0):
+        return f"a column's first entry is > 0: {short(out[0].tolist())}"
+    if problem is None and np.any(np.ptp(out, axis=0) == 0):
+        return "a column is constant"
+    return problem
+
+
+def _mds_distances_valid(d: Draw, ctx: dict):
+    return _distances_of(_cloud(d, 1, 10, dims=d.int(1, 3)))
+
+
+def _check_mds(out, kw: dict) -> str | None:
+    D = np.asarray(kw["distances"])
+    n, m = D.shape[0], int(kw["dimensions"])
+    if not isinstance(out, np.ndarray) or out.shape != (n, m) or not np.all(np.isfinite(out)):
+        return f"returned {short(out)}, expected a finite array of shape ({n}, {m})"
+    if n and np.any(out[0] > 0):
+        return f"a column's first entry is > 0: {short(out[0].tolist())}"
+    rank = np.linalg.matrix_rank(
+        -0.5 * (D**2 - (D**2).mean(0) - (D**2).mean(1)[:, None] + (D**2).mean()), 1e-8
+    )
+    if m >= rank:  # Euclidean distances of points in R^p, p <= m: reproduced
+        err = float(np.max(np.abs(_distances_of(out) - D), initial=0.0))
+        if err > 1e-6 * (1.0 + float(np.max(D, initial=0.0))):
+            return f"the embedding's distances are off by {err:.3g}"
+    return None
+
+
+def _hull_sites_valid(d: Draw, ctx: dict):
+    m = d.int(1, 3)
+    return d.normal((d.int(m + 1, 8), m)) * d.pick((1.0, 0.1, 5.0))
+
+
+def _check_hull(out, kw: dict) -> str | None:
+    sites = np.asarray(kw["sites"], dtype=np.float64)
+    k, m = sites.shape
+    count = int(kw["count"])
+    if not isinstance(out, np.ndarray) or out.shape != (count, m) or not np.all(np.isfinite(out)):
+        return f"returned {short(out)}, expected a finite array of shape ({count}, {m})"
+    if np.unique(out, axis=0).shape[0] != count:
+        return "returned repeated points"
+    low, high = sites.min(axis=0), sites.max(axis=0)
+    slack = 1e-9 * (1.0 + float(np.max(np.abs(sites))))
+    if np.any(out < low - slack) or np.any(out > high + slack):
+        return "a point lies outside the sites' bounding box"
+    if _given(kw, "include", False) and k <= count:
+        missing = [i for i, s in enumerate(sites) if not np.any(np.all(out == s, axis=1))]
+        if missing:
+            return f"include=True: sites {missing[:8]} are not among the points"
+    again = LAYOUT.hull_design(
+        sites, count, **{key: kw[key] for key in ("include", "candidates") if kw.get(key, OMIT) is not OMIT}
+    )
+    return None if np.array_equal(again, out) else "a second call gave other points"
+
+
+def _positions_valid(d: Draw, ctx: dict):
+    return np.sort(np.array([d.uniform(-1.2, 1.2) for _ in range(d.int(1, 5))]))
+
+
+def _targets_valid(d: Draw, ctx: dict):
+    k = len(ctx["positions"])
+    return distinct_points(d, d.int(k, 10))
+
+
+def _bad_positions(d: Draw, ctx: dict) -> list:
+    positions = np.asarray(ctx["positions"])
+    out = [*_bad_array_common(positions.shape, d), ("2-d", positions[:, None]), ("python-scalar", 0.5)]
+    if positions.size >= 2:
+        out.append(("unsorted", positions[::-1].copy()))
+    targets = np.asarray(ctx["targets"])
+    out.append(("more-than-targets", np.sort(np.r_[positions, np.linspace(2, 3, targets.size)])))
+    return out
+
+
+def _bad_targets(d: Draw, ctx: dict) -> list:
+    targets = np.asarray(ctx["targets"])
+    k = len(ctx["positions"])
+    return [
+        *_bad_array_common(targets.shape, d),
+        ("2-d", targets[:, None]),
+        ("fewer-than-positions", targets[: k - 1]),
+        ("python-scalar", 0.5),
+    ]
+
+
+def _check_snap(out, kw: dict) -> str | None:
+    positions, targets = np.asarray(kw["positions"]), np.sort(np.asarray(kw["targets"]))
+    k = positions.size
+    if not isinstance(out, np.ndarray) or out.shape != (k,):
+        return f"returned {short(out)}, expected shape ({k},)"
+    if np.any(np.diff(out) <= 0) or not np.all(np.isin(out, targets)):
+        return f"returned {short(out.tolist())}: not increasing distinct targets"
+    cost = float(np.sum(np.abs(out - positions)))
+    best = min(
+        float(np.sum(np.abs(targets[list(c)] - positions)))
+        for c in itertools.combinations(range(targets.size), k)
+    )
+    if cost > best * (1 + 1e-12) + 1e-15:
+        return f"total displacement {cost:.6g}, the least is {best:.6g}"
+    return None
+
+
+def _arc_points_valid(d: Draw, ctx: dict):
+    return distinct_points(d, d.int(1, 8))
+
+
+def _gaps_valid(d: Draw, ctx: dict):
+    k = len(ctx["points"])
+    gaps = np.abs(d.normal(k - 1)) * d.pick((1.0, 1e-6, 100.0))
+    if k > 1 and d.coin(0.2):
+        gaps[d.int(0, k - 2)] = 0.0
+    if d.coin(0.05):
+        gaps[:] = 0.0
+    return gaps
+
+
+def _bad_gaps(d: Draw, ctx: dict) -> list:
+    gaps = np.asarray(ctx["gaps"])
+    out = [
+        *_bad_array_common((max(gaps.size, 1),), d),
+        ("2-d", gaps[:, None]),
+        ("too-long", np.r_[gaps, 1.0]),
+    ]
+    if gaps.size:
+        negative = gaps.copy()
+        negative[0] = -1.0
+        out += [("negative", negative), ("too-short", gaps[:-1])]
+    return out
+
+
+def _check_arc(out, kw: dict) -> str | None:
+    points = np.sort(np.asarray(kw["points"], dtype=np.float64))
+    k = points.size
+    if not isinstance(out, np.ndarray) or out.shape != (k,) or not np.all(np.isfinite(out)):
+        return f"returned {short(out)}, expected a finite array of shape ({k},)"
+    if np.any(np.diff(out) <= 0):
+        return f"positions {short(out.tolist())} are not distinct and increasing"
+    if out[0] != points[0] or out[-1] != points[-1]:
+        return (
+            f"positions run from {out[0]!r} to {out[-1]!r}, the points from {points[0]!r} to {points[-1]!r}"
+        )
+    equal = LAYOUT.arc_positions(np.ones(k - 1), points)
+    if not np.allclose(equal, points, rtol=0, atol=1e-12 * (1 + float(np.max(np.abs(points))))):
+        return "equal gaps do not give back the points"
+    return None
+
+
+class ReferenceSpec:
+    """A valid Reference: samples (M, d) near the origin and a neighbour count."""
+
+    def __init__(self, d: Draw):
+        self.samples = d.normal((d.int(4, 20), d.int(1, 3)))
+        self.neighbours = d.int(1, 8)
+        self.obj = LAYOUT.Reference(self.samples, self.neighbours)
+
+    def __repr__(self) -> str:
+        return f"Reference(samples {self.samples.shape}, neighbours={self.neighbours})"
+
+
+def _reference_param() -> Param:
+    return Param("_reference", lambda d, ctx: ReferenceSpec(d), hidden=True)
+
+
+def _ref_inputs_valid(d: Draw, ctx: dict):
+    width = ctx["_reference"].samples.shape[1]
+    inputs = d.normal((d.int(1, 8), width))
+    if d.coin(0.2):  # far from the reference (ManifoldGCC's batches may be)
+        inputs = inputs + d.pick((40.0, -500.0))
+    return inputs
+
+
+def _bad_ref_inputs(d: Draw, ctx: dict) -> list:
+    inputs = np.asarray(ctx["inputs"])
+    k, width = inputs.shape
+    return [
+        *_bad_array_common(inputs.shape, d),
+        ("other-width", d.normal((k, width + 1))),
+        ("1-d", inputs[:, 0].copy()),
+        ("3-d", inputs[None]),
+        ("python-scalar", 0.5),
+    ]
+
+
+def _ref_rows(ctx: dict) -> int:
+    return ctx["_reference"].samples.shape[0]
+
+
+def _check_geodesic(out, kw: dict) -> str | None:
+    inputs = np.asarray(kw["inputs"], dtype=np.float64)
+    k = inputs.shape[0]
+    if not isinstance(out, np.ndarray) or out.shape != (k, k):
+        return f"returned {short(out)}, expected shape ({k}, {k})"
+    if not np.all(np.isfinite(out)):
+        return f"returned infinite distances ({int(np.sum(~np.isfinite(out)))} of {k * k})"
+    scale = 1e-9 * (1.0 + float(np.max(out, initial=0.0)))
+    if np.any(np.abs(np.diag(out)) > scale) or np.any(np.abs(out - out.T) > scale):
+        return "not symmetric with a zero diagonal"
+    if np.any(out < _distances_of(inputs) - scale):
+        return "a geodesic distance is shorter than the straight line"
+    return None
+
+
+def _check_coordinate_of(out, kw: dict) -> str | None:
+    k = np.shape(kw["inputs"])[0]
+    if not isinstance(out, np.ndarray) or out.shape != (k,) or not np.all(np.isfinite(out)):
+        return f"returned {short(out)}, expected a finite array of shape ({k},)"
+    return None
+
+
+def _check_reference(out, kw: dict) -> str | None:
+    samples = np.asarray(kw["samples"], dtype=np.float64)
+    flat = samples.reshape(samples.shape[0], -1)
+    if not isinstance(out, LAYOUT.Reference):
+        return f"returned {type(out).__name__}"
+    if not np.array_equal(out.points, flat):
+        return "its points are not the samples, flattened"
+    graph = out.graph
+    if (
+        graph.shape != (flat.shape[0],) * 2
+        or scipy.sparse.csgraph.connected_components(graph, directed=False)[0] != 1
+    ):
+        return "its graph is not one connected component over the samples"
+    return None
+
+
+def _ref_samples_valid(d: Draw, ctx: dict):
+    return d.normal((d.int(2, 20), *trailing_shape(d)))
+
+
+def _bad_ref_samples(d: Draw, ctx: dict) -> list:
+    shape = np.shape(ctx["samples"])
+    return [
+        *_bad_array_common(shape, d),
+        ("one-sample", d.normal((1, *shape[1:]))),
+        ("empty", np.zeros((0, *shape[1:]))),
+        ("python-scalar", 1.5),
+        ("0-d-array", np.array(1.5)),
+        ("ragged-list", _ragged(shape[0])),
+    ]
+
+
+# -- codedcomputing.gradient_coding ----------------------------------------------------------
+
+GC = cc.gradient_coding
+
+
+def _divisors(n: int) -> list[int]:
+    return [v for v in range(1, n + 1) if n % v == 0]
+
+
+def _fr_stragglers_valid(d: Draw, ctx: dict):
+    return int_like(d, d.pick(_divisors(int(ctx["num_workers"]))) - 1)
+
+
+def _bad_fr_workers(d: Draw, ctx: dict) -> list:
+    s = int(ctx["num_stragglers"])
+    out = [("huge-10**6", 10**6, {"num_stragglers": 0})]  # B alone would be 8 TB
+    if s >= 1:
+        out.append(("not-a-multiple", int(ctx["num_workers"]) + 1))
+    return out
+
+
+def _bad_gc_stragglers(*, fr: bool):
+    def extra(d: Draw, ctx: dict) -> list:
+        n = int(ctx["num_workers"])
+        out = [("equal-num_workers", n), ("above-num_workers", n + 2)]
+        if fr:
+            off = [s for s in range(1, n) if n % (s + 1)]
+            if off:
+                out.append(("not-dividing", d.pick(off)))
+        return out
+
+    return bad_count(0, name="num_stragglers", extra=extra)
+
+
+def _check_fr(out, kw: dict) -> str | None:
+    n, s = int(kw["num_workers"]), int(kw["num_stragglers"])
+    if not isinstance(out, GC.FractionalRepetition):
+        return f"returned {type(out).__name__}"
+    if (out.num_workers, out.num_stragglers, out.group_size, out.num_groups) != (n, s, s + 1, n // (s + 1)):
+        found = (out.num_workers, out.num_stragglers, out.group_size, out.num_groups)
+        return f"has (n, s, group size, groups) = {found}"
+    groups = np.arange(n) // (s + 1)
+    if not np.array_equal(out.encoding_matrix, (groups[:, None] == groups[None, :]).astype(float)):
+        return "B is not block-diagonal with blocks of ones"
+    return _gradient_code_problem(out)
+
+
+def _gradient_code_problem(code, seed: int = 0) -> str | None:
+    """Any ``n - s`` workers, in any order: ``a^T B_F = 1^T`` (the codes' promise)."""
+    rng = np.random.default_rng(seed)
+    n, s = code.num_workers, code.num_stragglers
+    for _ in range(3):
+        alive = rng.permutation(n)[: n - s]
+        a = code.decoding_weights(alive)
+        err = float(np.max(np.abs(a @ code.encoding_matrix[alive] - 1.0)))
+        if not err <= 1e-6:
+            return f"a^T B_F is {err:.3g} off 1 for F = {alive.tolist()}"
+    return None
+
+
+def _cr_workers_valid(d: Draw, ctx: dict):
+    if d.coin(0.06):  # a realistic size: its construction must still be quick
+        return int_like(d, d.pick((200, 1000)))
+    return int_like(d, d.int(1, 12))
+
+
+def _cr_stragglers_valid(d: Draw, ctx: dict):
+    n = int(ctx["num_workers"])
+    if n > 12:
+        return int_like(d, d.int(0, 2))
+    return int_like(d, d.int(0, n - 1))
+
+
+def _code_seed_valid(d: Draw, ctx: dict):
+    return omit_or(d, 0.5, lambda: int_like(d, d.int(0, 1000)))
+
+
+def _bad_code_seed(d: Draw, ctx: dict) -> list:
+    return [
+        ("negative", -1),
+        ("float", 1.5),
+        ("float-integral", 2.0),
+        ("str", "0"),
+        ("none", None),
+        ("bool-true", True),
+        ("list", [0]),
+        ("nan", math.nan),
+    ]
+
+
+def _default_is_none(fn, name: str) -> bool:
+    """Whether ``fn``'s parameter ``name`` defaults to None (then None is a valid value)."""
+    return inspect.signature(fn).parameters[name].default is None
+
+
+def _cr_refused(case: Case, err: BaseException) -> bool:
+    """CyclicRepetition's documented refusal: every draw is worse than max_condition."""
+    return type(err) is ValueError and _names(str(err), ("max_condition",))
+
+
+def _check_cr(out, kw: dict) -> str | None:
+    n, s = int(kw["num_workers"]), int(kw["num_stragglers"])
+    if not isinstance(out, GC.CyclicRepetition):
+        return f"returned {type(out).__name__}"
+    if (out.num_workers, out.num_stragglers) != (n, s):
+        return f"has (n, s) = ({out.num_workers}, {out.num_stragglers})"
+    B = out.encoding_matrix
+    if B.shape != (n, n) or not np.all(np.isfinite(B)) or not np.all(np.diag(B) == 1.0):
+        return "B is not finite (n, n) with a unit diagonal"
+    for i in range(n):
+        if set(np.flatnonzero(B[i]).tolist()) - set(out.partitions(i).tolist()):
+            return f"worker {i} has coefficients outside its partitions"
+    limit = float(_given(kw, "max_condition", 1e10))
+    if not out.condition_number <= limit:
+        return f"condition_number {out.condition_number:.3g} above max_condition {limit:g}"
+    return _gradient_code_problem(out)
+
+
+class GradientCodeSpec:
+    """A valid FR or CR code, drawn by its constructor's spec (small sizes only)."""
+
+    def __init__(self, d: Draw, kind: str):
+        self.kind = kind
+        n = d.int(1, 10)
+        if kind == "fr":
+            self.kwargs = {"num_workers": n, "num_stragglers": d.pick(_divisors(n)) - 1}
+            self.obj = GC.FractionalRepetition(**self.kwargs)
+        else:
+            self.kwargs = {"num_workers": n, "num_stragglers": d.int(0, n - 1), "seed": d.int(0, 50)}
+            self.obj = GC.CyclicRepetition(**self.kwargs)
+
+    def __repr__(self) -> str:
+        return repr(self.obj) if self.kind == "fr" else f"CyclicRepetition({self.kwargs})"
+
+
+def _gc_param(kind: str) -> Param:
+    return Param("_code", lambda d, ctx: GradientCodeSpec(d, kind), hidden=True)
+
+
+def _gc_alive_valid(d: Draw, ctx: dict):
+    code = _code(ctx)
+    n, s = code.num_workers, code.num_stragglers
+    if ctx["_code"].kind == "fr":  # a member of every group, then any others
+        size = s + 1
+        chosen = {g * size + d.int(0, s) for g in range(n // size)}
+        extras = [w for w in range(n) if w not in chosen]
+        chosen |= set(d.rnd.sample(extras, d.int(0, len(extras))))
+        alive = list(chosen)
+        d.rnd.shuffle(alive)
+    else:
+        alive = d.sample(n, d.int(n - s, n))
+    return alive_like(d, alive)
+
+
+def _check_weights(out, kw: dict) -> str | None:
+    code, alive = _code(kw), _alive_list(kw["alive"])
+    if not isinstance(out, np.ndarray) or out.shape != (len(alive),) or not np.all(np.isfinite(out)):
+        return f"returned {short(out)}, expected {len(alive)} finite weights"
+    err = float(np.max(np.abs(out @ code.encoding_matrix[alive] - 1.0), initial=0.0))
+    if not err <= 1e-6:
+        return f"a^T B_alive is {err:.3g} off 1^T"
+    if kw["_code"].kind == "fr":
+        seen, expected = set(), []
+        for w in alive:
+            expected.append(0.0 if code.group(w) in seen else 1.0)
+            seen.add(code.group(w))
+        if out.tolist() != expected:
+            return f"weights {out.tolist()}, expected the first of each group {expected}"
+    elif np.any(out[code.num_workers - code.num_stragglers :] != 0):
+        return "a worker beyond the first n - s has a weight"
+    return None
+
+
+def _gradients_valid(d: Draw, ctx: dict):
+    return d.normal((_code(ctx).num_workers, *trailing_shape(d)))
+
+
+def _messages_valid(d: Draw, ctx: dict):
+    code, alive, G = _code(ctx), _alive_list(ctx["alive"]), ctx["_gradients"]
+    messages = (code.encoding_matrix[alive] @ G.reshape(G.shape[0], -1)).reshape(len(alive), *G.shape[1:])
+    return d.pick((messages, messages, messages.tolist()))
+
+
+def _check_gc_decode(out, kw: dict) -> str | None:
+    G = kw["_gradients"]
+    truth = G.sum(axis=0)
+    if not isinstance(out, np.ndarray) or out.shape != truth.shape:
+        return f"returned {short(out)}, expected shape {truth.shape}"
+    err = float(np.max(np.abs(out - truth), initial=0.0))
+    if not err <= 1e-6 * max(1.0, float(np.max(np.abs(truth), initial=0.0))):
+        return f"decoded sum_j g_j {err:.3g} off"
+    return None
+
+
+def _worker_valid(d: Draw, ctx: dict):
+    return int_like(d, d.int(0, _code(ctx).num_workers - 1))
+
+
+def _bad_worker(d: Draw, ctx: dict) -> list:
+    n = _code(ctx).num_workers
+    return [("equal-num_workers", n), ("above-num_workers", n + 5)]
+
+
+def _check_partitions(out, kw: dict) -> str | None:
+    code, w = _code(kw), int(kw["worker"])
+    n, s = code.num_workers, code.num_stragglers
+    if kw["_code"].kind == "fr":
+        expected = np.arange(w // (s + 1) * (s + 1), (w // (s + 1) + 1) * (s + 1))
+    else:
+        expected = (w + np.arange(s + 1)) % n
+    if not isinstance(out, np.ndarray) or out.tolist() != expected.tolist():
+        return f"returned {short(out)}, expected {expected.tolist()}"
+    return None
+
+
+def _check_group(out, kw: dict) -> str | None:
+    code, w = _code(kw), int(kw["worker"])
+    expected = w // (code.num_stragglers + 1)
+    return None if isinstance(out, int) and out == expected else f"returned {out!r}, expected {expected}"
+
+
+# Problems: least squares (numpy callables) and small torch modules.
+
+
+class LeastSquares:
+    """Partition ``i``: rows ``4i .. 4i + 3`` of ``A x = b`` (``p`` unknowns); the loss is the mean
+    squared residual over all rows. Deterministic from ``seed``."""
+
+    def __init__(self, num_partitions: int, p: int, seed: int):
+        rng = np.random.default_rng(seed)
+        self.n, self.p, self.seed = num_partitions, p, seed
+        self.A = rng.normal(size=(4 * num_partitions, p)) / 2
+        self.b = rng.normal(size=4 * num_partitions)
+
+    def gradient(self, x, i):
+        a, y = self.A[4 * i : 4 * i + 4], self.b[4 * i : 4 * i + 4]
+        return 2 * a.T @ (a @ x - y) / 4
+
+    def loss(self, x):
+        return float(np.mean((self.A @ x - self.b) ** 2))
+
+    def problem(self):
+        return _described(
+            GC.Problem(self.gradient, self.loss, np.zeros(self.p), self.n), f"{self!r}.problem()"
+        )
+
+    def __repr__(self) -> str:
+        return f"LeastSquares(n={self.n}, p={self.p}, seed={self.seed})"
+
+
+def _torch_module(d: Draw, in_shape: tuple, classes: int, *, nan: bool = False):
+    torch.manual_seed(d.int(0, 10**6))
+    width = int(np.prod(in_shape))
+    if len(in_shape) == 1:
+        module, text = torch.nn.Linear(width, classes), f"Linear({width}, {classes})"
+    else:
+        module = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(width, classes))
+        text = f"Sequential(Flatten(), Linear({width}, {classes}))"
+    if nan:
+        with torch.no_grad():
+            next(module.parameters()).view(-1)[0] = math.nan
+        text += " with a NaN weight"
+    return _described(module, text)
+
+
+class ProblemSpec:
+    """A valid Problem: least squares, or a torch module on a tiny labelled dataset."""
+
+    def __init__(self, d: Draw, *, torch_ok: bool = True):
+        n = d.int(1, 6)
+        if torch is None or not torch_ok or d.coin(0.6):
+            self.source = LeastSquares(n, d.int(1, 4), d.int(0, 1000))
+            self.obj = self.source.problem()
+            return
+        in_shape, classes = d.pick(((d.int(1, 4),), (2, 2))), d.int(2, 4)
+        module = _torch_module(d, in_shape, classes)
+        rows = d.int(n, 3 * n + 2)
+        inputs = d.normal((rows, *in_shape)).astype(np.float32)
+        labels = np.array([d.int(0, classes - 1) for _ in range(rows)])
+        self.source = None
+        self.obj = _described(
+            GC.Problem.from_torch(module, inputs, labels, n, seed=d.int(0, 100)),
+            f"Problem.from_torch({_short(module, 0)}, {rows} examples, {n} partitions)",
+        )
+
+    def __repr__(self) -> str:
+        return _short(self.obj, 0)
+
+
+def _ls_param() -> Param:
+    return Param("_ls", lambda d, ctx: LeastSquares(d.int(1, 6), d.int(1, 4), d.int(0, 1000)), hidden=True)
+
+
+def _initial_valid(d: Draw, ctx: dict):
+    x = d.normal(ctx["_ls"].p) * 0.1
+    return d.pick((x, x, x.tolist(), x.astype(np.float32), np.zeros(ctx["_ls"].p, dtype=np.int64)))
+
+
+def _bad_callable(name: str):
+    def pool(d: Draw, ctx: dict) -> list:
+        return [("none", None), ("str", name), ("int", 3), ("list", [ctx[name]]), ("dict", {name: 1})]
+
+    return pool
+
+
+def _bad_initial(d: Draw, ctx: dict) -> list:
+    p = ctx["_ls"].p
+    return [
+        *_bad_array_common((p,), d),
+        ("2-d", d.normal((p, 2))),
+        ("0-d-array", np.array(0.5)),
+        ("python-scalar", 0.5),
+        ("ragged-list", [[0.5], [0.5, 0.5]]),
+    ]
+
+
+def _check_problem(out, kw: dict) -> str | None:
+    if not isinstance(out, GC.Problem):
+        return f"returned {type(out).__name__}"
+    initial = np.asarray(kw["initial"], dtype=np.float64)
+    if out.num_partitions != int(kw["num_partitions"]):
+        return f"num_partitions is {out.num_partitions!r}"
+    if (
+        not isinstance(out.initial, np.ndarray)
+        or out.initial.dtype != np.float64
+        or not np.array_equal(out.initial, initial)
+    ):
+        return f"initial is {short(out.initial)}, not the float64 vector given"
+    if out.gradient is not kw["gradient"] or out.loss is not kw["loss"]:
+        return "gradient or loss is not the callable given"
+    return None
+
+
+def _module_valid(d: Draw, ctx: dict):
+    in_shape = d.pick(((d.int(1, 4),), (d.int(1, 4),), (2, 2)))
+    return _torch_module(d, in_shape, d.int(2, 4))
+
+
+def _module_shape(module) -> tuple[tuple, int]:
+    linear = module if isinstance(module, torch.nn.Linear) else module[-1]
+    in_shape = (linear.in_features,) if isinstance(module, torch.nn.Linear) else (2, 2)
+    return in_shape, linear.out_features
+
+
+def _torch_inputs_valid(d: Draw, ctx: dict):
+    in_shape, _ = _module_shape(ctx["module"])
+    n = int(ctx["num_partitions"])
+    x = d.normal((d.int(n, 3 * n + 2), *in_shape))
+    return d.pick((x, x.astype(np.float32)))
+
+
+def _torch_labels_valid(d: Draw, ctx: dict):
+    _, classes = _module_shape(ctx["module"])
+    labels = [d.int(0, classes - 1) for _ in range(len(ctx["inputs"]))]
+    return d.pick((np.array(labels), labels, np.array(labels, dtype=np.int32)))
+
+
+def _bad_module(d: Draw, ctx: dict) -> list:
+    in_shape, classes = _module_shape(ctx["module"])
+    wider = (in_shape[0] + 1,) if len(in_shape) == 1 else (5,)
+    return [
+        ("none", None),
+        ("str", "linear"),
+        ("class", torch.nn.Linear),
+        ("function", _affine),
+        ("nan-parameter", _torch_module(d, in_shape, classes, nan=True)),
+        ("no-parameters", _described(torch.nn.Flatten(), "Flatten()")),
+        ("other-input-width", _torch_module(d, wider, classes), {"inputs": ctx["inputs"]}),
+    ]
+
+
+def _bad_torch_inputs(d: Draw, ctx: dict) -> list:
+    x = np.asarray(ctx["inputs"], dtype=np.float64)
+    rows = x.shape[0]
+    return [
+        *_bad_array_common(x.shape, d),
+        ("other-length", d.normal((rows + 1, *x.shape[1:])), {"labels": ctx["labels"]}),
+        ("other-width", d.normal((rows, x.shape[1] + 1, *x.shape[2:])), {"module": ctx["module"]}),
+        ("empty", np.zeros((0, *x.shape[1:]))),
+        ("python-scalar", 1.5),
+    ]
+
+
+def _bad_torch_labels(d: Draw, ctx: dict) -> list:
+    rows = len(ctx["inputs"])
+    _, classes = _module_shape(ctx["module"])
+    return [
+        ("none", None),
+        ("str", "abc"),
+        ("out-of-range", np.full(rows, classes)),
+        ("negative", np.full(rows, -1)),
+        ("fraction", np.full(rows, 0.5)),
+        ("nan", np.full(rows, math.nan)),
+        ("2-d", np.zeros((rows, 2), dtype=np.int64)),
+        ("str-list", ["a"] * rows),
+        ("other-length", np.zeros(rows + 1, dtype=np.int64), {"inputs": ctx["inputs"]}),
+        ("object-array", np.array([object() for _ in range(rows)], dtype=object)),
+    ]
+
+
+def _bad_torch_partitions(d: Draw, ctx: dict) -> list:
+    return [("more-than-examples", len(ctx["inputs"]) + 1, {"inputs": ctx["inputs"]})]
+
+
+def _check_from_torch(out, kw: dict) -> str | None:
+    if not isinstance(out, GC.Problem):
+        return f"returned {type(out).__name__}"
+    n = int(kw["num_partitions"])
+    expected = torch.nn.utils.parameters_to_vector(kw["module"].parameters()).detach().double().numpy()
+    if out.num_partitions != n:
+        return f"num_partitions is {out.num_partitions!r}"
+    if not isinstance(out.initial, np.ndarray) or not np.array_equal(out.initial, expected):
+        return "initial is not the module's parameters as a float64 vector"
+    loss = out.loss(out.initial)
+    if not (isinstance(loss, float) and math.isfinite(loss)):
+        return f"loss(initial) is {loss!r}"
+    for j in range(n):
+        g = out.gradient(out.initial, j)
+        if not isinstance(g, np.ndarray) or g.shape != expected.shape or not np.all(np.isfinite(g)):
+            return f"gradient(initial, {j}) is {short(g)}"
+    return None
+
+
+def _scheme_valid(d: Draw, ctx: dict):
+    return d.pick(GC.SCHEMES)
+
+
+def _problem_valid(d: Draw, ctx: dict):
+    return ProblemSpec(d).obj
+
+
+def _training_stragglers_valid(d: Draw, ctx: dict):
+    n = ctx["problem"].num_partitions
+    if ctx["scheme"] in ("gc-fr", "pgc-fr"):
+        return int_like(d, d.pick(_divisors(n)) - 1)
+    return int_like(d, d.int(0, n - 1))
+
+
+def _bad_training_stragglers(d: Draw, ctx: dict) -> list:
+    n = ctx["problem"].num_partitions
+    out = [("s>=n", n), ("above-n", n + 2)]
+    if ctx["scheme"] in ("gc-fr", "pgc-fr"):
+        off = [s for s in range(1, n) if n % (s + 1)]
+        if off:
+            out.append(("fr-not-dividing", d.pick(off)))
+    return out
+
+
+def _bad_problem(d: Draw, ctx: dict) -> list:
+    return [
+        ("none", None),
+        ("str", "least-squares"),
+        ("class", GC.Problem),
+        ("dict", {"gradient": _affine}),
+        ("function", _affine),
+    ]
+
+
+def _small_delays(d: Draw, ctx: dict):
+    return d.pick(
+        (
+            OMIT,
+            None,
+            cc.delays.ShiftedExponential(scale=d.uniform(1e-5, 1e-3), rate=1.0),
+            cc.delays.AdditiveExponential(mean=d.uniform(1e-5, 1e-3)),
+        )
+    )
+
+
+def _training_params(*, cluster: bool) -> tuple[Param, ...]:
+    params = [
+        Param("scheme", _scheme_valid, bad_choice(GC.SCHEMES)),
+        Param("problem", _problem_valid, _bad_problem),
+        Param(
+            "num_stragglers",
+            _training_stragglers_valid,
+            bad_count(0, name="num_stragglers", extra=_bad_training_stragglers),
+        ),
+        Param("steps", lambda d, ctx: int_like(d, d.int(0, 3)), bad_count(0, name="steps")),
+    ]
+    if cluster:
+        params.append(Param("cluster", _training_cluster_valid, _bad_cluster_arg))
+    params += [
+        Param(
+            "lr",
+            lambda d, ctx: omit_or(d, 0.4, lambda: real_like(d, d.uniform(1e-3, 0.5))),
+            bad_real(lo=0.0, lo_open=True, typical=0.1),
+        ),
+    ]
+    if not cluster:
+        params.append(Param("compute_s", _compute_s_valid, _bad_nonnegative))
+    params += [
+        Param("delays", _small_delays if cluster else _delays_valid, _bad_delays),
+        Param("seed", lambda d, ctx: omit_or(d, 0.3, lambda: rng_valid(d, ctx)), bad_rng),
+        Param("code_seed", _code_seed_valid, _bad_code_seed),
+    ]
+    return tuple(params)
+
+
+def shared_training_cluster():
+    """One ThreadCluster without delays or faults for the training cases (a thread per worker
+    and some to spare, as train_on_cluster's docstring asks)."""
+    if "training" not in _SHARED:
+        _SHARED["training"] = cc.ThreadCluster(num_threads=12, seed=0)
+    return _SHARED["training"]
+
+
+def _training_cluster_valid(d: Draw, ctx: dict):
+    if d.coin(0.2):
+        return cc.SimulatedCluster(seed=d.int(0, 100))
+    return shared_training_cluster()
+
+
+def _descent(problem, steps: int, lr: float) -> list[float]:
+    """The losses of plain gradient descent on the average gradient (what exact codes follow)."""
+    theta = problem.initial.copy()
+    losses = [float(problem.loss(theta))]
+    n = problem.num_partitions
+    for _ in range(steps):
+        theta = theta - lr * sum(problem.gradient(theta, j) for j in range(n)) / n
+        losses.append(float(problem.loss(theta)))
+    return losses
+
+
+def _check_history(out, kw: dict) -> str | None:
+    """Steps 0..steps; times increasing; finite losses; PGC's ages; and for the exact schemes
+    (DGD, GC-FR, GC-CR) the iterates of gradient descent on the full gradient."""
+    steps, problem, scheme = int(kw["steps"]), kw["problem"], kw["scheme"]
+    n, s = problem.num_partitions, int(kw["num_stragglers"])
+    if not isinstance(out, list) or len(out) != steps + 1 or not all(isinstance(x, GC.Step) for x in out):
+        return f"returned {short(out)}, expected {steps + 1} Steps"
+    if [x.step for x in out] != list(range(steps + 1)):
+        return f"steps numbered {[x.step for x in out]}"
+    walls = [x.wall_time_s for x in out]
+    if not all(math.isfinite(w) for w in walls) or any(b < a for a, b in itertools.pairwise(walls)):
+        return f"wall times {short(walls)} are not finite and increasing"
+    losses = [x.loss for x in out]
+    if not all(isinstance(v, float) and math.isfinite(v) for v in losses):
+        return f"losses {short(losses)} are not finite floats"
+    for x in out[1:]:
+        used = list(x.used)
+        if len(set(used)) != len(used) or not all(0 <= w < n for w in used):
+            return f"step {x.step} used {used}"
+        if scheme.startswith("pgc"):
+            ages = np.asarray(x.ages)
+            if ages.shape != (n, s + 1) or np.any(ages < 0):
+                return f"step {x.step}: ages {short(x.ages)}, expected ({n}, {s + 1}) ages >= 0"
+    if scheme in ("dgd", "gc-fr", "gc-cr"):
+        expected = _descent(problem, steps, float(_given(kw, "lr", 0.1)))
+        off = max(abs(a - b) / max(1.0, abs(b)) for a, b in zip(losses, expected, strict=True))
+        if off > 1e-5:
+            return (
+                f"an exact scheme left gradient descent: losses {short(losses)}, expected {short(expected)}"
+            )
+    return None
+
+
+class WorkerStateSpec:
+    """A valid WorkerState over a least-squares problem, fresh or after a step of work."""
+
+    def __init__(self, d: Draw, *, worked: bool = False):
+        self.source = LeastSquares(d.int(1, 6), d.int(1, 3), d.int(0, 1000))
+        self.problem = self.source.problem()
+        n = self.source.n
+        self.partitions = d.sample(n, d.int(1, min(n, 3)))
+        self.coefficients = d.normal(len(self.partitions))
+        self.pipelined = d.coin()
+        self.obj = GC.WorkerState(d.int(0, n - 1), self.partitions, self.coefficients, self.pipelined)
+        self.worked = worked and d.coin(0.7)
+        if self.worked:
+            self.obj.work(self.problem, np.zeros(self.source.p), 0)
+
+    def __repr__(self) -> str:
+        return f"WorkerState(partitions={self.partitions}, pipelined={self.pipelined}) on {self.source!r}" + (
+            " after step 0's work" if self.worked else ""
+        )
+
+
+def _partitions_valid(d: Draw, ctx: dict):
+    parts = d.sample(8, d.int(1, 3))
+    return d.pick((parts, np.array(parts), tuple(parts)))
+
+
+def _coefficients_valid(d: Draw, ctx: dict):
+    c = d.normal(len(ctx["partitions"]))
+    return d.pick((c, c.tolist()))
+
+
+def _bad_partitions(d: Draw, ctx: dict) -> list:
+    good = _alive_list(ctx["partitions"])
+    out = [
+        ("none", None),
+        ("str", "0,1"),
+        ("negative", [-1, *good[1:]]),
+        ("fraction", [good[0] + 0.5, *good[1:]]),
+        ("nan", [math.nan, *good[1:]]),
+        ("2-d", [good]),
+        ("str-list", [str(g) for g in good]),
+        ("empty", []),
+    ]
+    if len(good) >= 2:
+        out.append(("duplicate", [good[0], good[0], *good[2:]]))
+    return out
+
+
+def _bad_coefficients(d: Draw, ctx: dict) -> list:
+    k = len(_alive_list(ctx["partitions"]))
+    return [
+        *_bad_array_common((k,), d),
+        ("other-length", d.normal(k + 1)),
+        ("2-d", d.normal((k, 2))),
+        ("python-scalar", 0.5),
+    ]
+
+
+def _check_worker_state(out, kw: dict) -> str | None:
+    if not isinstance(out, GC.WorkerState):
+        return f"returned {type(out).__name__}"
+    if out.worker != int(kw["worker"]) or out.partitions != _alive_list(kw["partitions"]):
+        return f"worker {out.worker!r}, partitions {out.partitions!r}"
+    if not np.array_equal(out.coefficients, np.asarray(kw["coefficients"], dtype=np.float64)):
+        return "coefficients are not those given"
+    if bool(out.pipelined) != bool(kw["pipelined"]):
+        return f"pipelined is {out.pipelined!r}"
+    return None
+
+
+def _theta_valid(d: Draw, ctx: dict):
+    theta = d.normal(ctx["_state"].source.p) * 0.1
+    return d.pick((theta, theta.tolist()))
+
+
+def _bad_theta(d: Draw, ctx: dict) -> list:
+    p = ctx["_state"].source.p
+    return [
+        *_bad_array_common((p,), d),
+        ("too-long", d.normal(p + 1)),
+        ("2-d", d.normal((p, 2))),
+        ("python-scalar", 0.5),
+    ]
+
+
+def _bad_work_problem(d: Draw, ctx: dict) -> list:
+    state = ctx["_state"]
+    fewer = LeastSquares(max(state.partitions), state.source.p, 0) if max(state.partitions) >= 1 else None
+    out = [("none", None), ("str", "problem"), ("function", _affine), ("dict", {"gradient": _affine})]
+    if fewer is not None:  # it lacks a partition this worker holds
+        out.append(("too-few-partitions", fewer.problem()))
+    return out
+
+
+def _check_work(out, kw: dict) -> str | None:
+    spec, t = kw["_state"], int(kw["t"])
+    theta = np.asarray(kw["theta"], dtype=np.float64)
+    grads = {j: spec.source.gradient(theta, j) for j in spec.partitions}
+    if not spec.pipelined:
+        expected = sum(c * grads[j] for c, j in zip(spec.coefficients, spec.partitions, strict=True))
+    else:  # nothing is stored before a step is settled: the fresh gradients alone
+        expected = sum(grads.values())
+        if t > 0:  # slot t mod (s + 1), and (a later docstring) every slot it holds none for
+            alone = grads[spec.partitions[t % len(spec.partitions)]]
+            if _off_by(out, alone)[0] <= _off_by(out, alone)[1]:
+                expected = alone
+    if not isinstance(out, np.ndarray) or out.shape != (spec.source.p,):
+        return f"returned {short(out)}, expected shape ({spec.source.p},)"
+    err, tol = _off_by(out, expected)
+    return None if err <= tol else f"message {err:.3g} off the docstring's sum"
+
+
+def _check_settle(out, kw: dict) -> str | None:
+    spec = kw["_state"]
+    state, t = spec.obj, int(kw["t"])
+    if out is not None:
+        return f"returned {out!r}"
+    if state.closed < t:
+        return f"closed is {state.closed}, after settling step {t}"
+    kept = spec.worked and spec.pipelined and t == 0 and bool(kw["arrived"])
+    if kept and sorted(state.stored) != sorted(spec.partitions):
+        return f"step 0 arrived, yet stored holds {sorted(state.stored)}, not {sorted(spec.partitions)}"
+    if not kept and state.stored:
+        return f"stored holds partitions {sorted(state.stored)} though no step's work arrived"
+    return None
+
+
+# -- the extensions' code specs and targets ----------------------------------------------------
+
+EXTENSION_CODE_PARAMS = {
+    "manifold": _manifold_params(),
+    "thin-plate": _thin_plate_params(),
+    "robust": _robust_params(),
+    "approxifer": _approxifer_params(),
+}
+EXTENSION_CODE_CLASSES = {
+    "manifold": cc.ManifoldGCC,
+    "thin-plate": MANIFOLD.ThinPlateCode,
+    "robust": cc.RobustGCC,
+    "approxifer": cc.ApproxIFER,
+}
+EXTENSION_CLASS_NAMES = {
+    "manifold": "ManifoldGCC",
+    "thin-plate": "ThinPlateCode",
+    "robust": "RobustGCC",
+    "approxifer": "ApproxIFER",
+}
+CODE_PARAMS.update(EXTENSION_CODE_PARAMS)
+
+
+class BoundSpec:
+    """A ManifoldGCC drawn by its constructor's spec, bound to a batch drawn for it: ``obj`` is
+    ``code.bind(X)`` (a GCC, or a ThinPlateCode for ``design="thin-plate"``). A draw whose
+    binding fails is drawn again (``ManifoldGCC.bind``'s own target reports such failures)."""
+
+    kind = "manifold-bound"
+    kwargs: ClassVar[dict] = {}  # no fill: _check_decode reads it
+
+    def __init__(self, d: Draw, *, thin_plate: bool | None = None):
+        for _ in range(20):
+            spec = draw_code(d, "manifold")
+            design = spec.kwargs.get("design", "chain")
+            if thin_plate is not None and (design == "thin-plate") != thin_plate:
+                continue
+            X = _batch_for(spec.kwargs["num_inputs"], _reference_trailing(spec.kwargs), d)
+            try:
+                self.obj = _quiet(spec.obj.bind, X)
+            except Exception:  # reported by the bind target
+                continue
+            self.spec, self.shape = spec, X.shape
+            return
+        self.spec = CodeSpec("manifold", {"num_inputs": 3, "num_workers": 6})
+        self.shape = (3, 2)
+        self.obj = self.spec.obj.bind(np.eye(3, 2))
+
+    def __repr__(self) -> str:
+        return f"{self.spec!r}.bind(X of shape {self.shape})"
+
+
+def _bound_param(thin_plate: bool | None = None) -> Param:
+    return Param("_code", lambda d, ctx: BoundSpec(d, thin_plate=thin_plate), hidden=True)
+
+
+def _ext_alive_valid(d: Draw, ctx: dict):
+    code = _code(ctx)
+    n = code.num_workers
+    return alive_like(d, d.sample(n, d.int(code.min_results, n)))
+
+
+def _ext_y_valid(d: Draw, ctx: dict):
+    """Results for ``alive``; a quarter of the time with a NaN row (an erasure) when enough
+    finite ones remain."""
+    alive = _alive_list(ctx["alive"])
+    y = d.normal((len(alive), *trailing_shape(d)))
+    if len(alive) > _code(ctx).min_results and d.coin(0.25):
+        y[d.int(0, len(alive) - 1)] = math.nan
+    return array_like(d, y)
+
+
+def _ext_decode_params(code_param: Param) -> tuple[Param, ...]:
+    return (
+        code_param,
+        Param("alive", _ext_alive_valid, bad_alive(lambda ctx: _code(ctx).num_workers)),
+        Param("Y", _ext_y_valid, bad_batch(lambda ctx: len(_alive_list(ctx["alive"])), "Y", nan_ok=True)),
+    )
+
+
+def _check_details(out, kw: dict) -> str | None:
+    """A Decoded: the estimates as decode's (and equal to them), the workers used and erased
+    (sorted), a read-only info."""
+    if not isinstance(out, cc.Decoded):
+        return f"returned {type(out).__name__}, not a Decoded"
+    problem = _check_decode(out.estimates, kw)
+    if problem:
+        return problem
+    alive = np.array(_alive_list(kw["alive"]), dtype=np.int64)
+    rows = _as_numpy(kw["Y"]).reshape(alive.size, -1)
+    finite = np.all(np.isfinite(rows), axis=1)
+    if np.asarray(out.alive).tolist() != sorted(alive[finite].tolist()):
+        return f"alive {short(np.asarray(out.alive).tolist())}, expected the finite rows' workers, sorted"
+    if np.asarray(out.erased).tolist() != sorted(alive[~finite].tolist()):
+        return f"erased {short(np.asarray(out.erased).tolist())}, expected the NaN rows' workers, sorted"
+    try:
+        out.info["_fuzz"] = 1
+    except TypeError:
+        pass
+    else:
+        return "info is writable"
+    again = _quiet(_code(kw).decode, kw["Y"], kw["alive"])
+    if not np.array_equal(_as_numpy(again), _as_numpy(out.estimates), equal_nan=True):
+        return "decode gave other estimates than decode_details"
+    return None
+
+
+def _check_bound_encode(out, kw: dict) -> str | None:
+    problem = _check_encode(out, kw)
+    if problem:
+        return problem
+    return None
+
+
+def _check_manifold_bind(out, kw: dict) -> str | None:
+    return _check_layout(out, _code(kw), kw["X"])
+
+
+def _check_manifold_encode(out, kw: dict) -> str | None:
+    problem = _check_encode(out, kw)
+    if problem:
+        return problem
+    again = _quiet(_code(kw).bind, kw["X"]).encode(kw["X"])
+    if not np.array_equal(_as_numpy(again), _as_numpy(out)):
+        return "encode(X) is not bind(X).encode(X)"
+    return None
+
+
+def _manifold_x_valid(d: Draw, ctx: dict):
+    spec = ctx["_code"]
+    X = _batch_for(spec.kwargs["num_inputs"], _reference_trailing(spec.kwargs), d)
+    return array_like(d, X)
+
+
+def _bad_manifold_x(d: Draw, ctx: dict) -> list:
+    out = bad_batch(lambda ctx: _code(ctx).num_inputs, "X")(d, ctx)
+    if _reference_trailing(ctx["_code"].kwargs) is not None:
+        k = _code(ctx).num_inputs
+        width = int(np.prod(_reference_trailing(ctx["_code"].kwargs)))
+        out.append(("unlike-the-reference", d.normal((k, width + 1))))
+    return out
+
+
+def _unbound_decode_refused(case: Case, err: BaseException) -> bool:
+    """ManifoldGCC's own decode refuses (its docstring): decode with the bound code."""
+    return type(err) is ValueError and "bind" in str(err)
+
+
+def _code_methods(
+    prefix: str, code_param: Param, *, decoder: str | None = None, minimum: int = 1
+) -> list[Target]:
+    """encode, decode, decode_details, complete (and ``decoder``) of the code drawn by
+    ``code_param``."""
+    targets = [
+        Target(
+            f"{prefix}.encode",
+            (code_param, Param("X", _x_valid, bad_batch(lambda ctx: _code(ctx).num_inputs, "X"))),
+            _method("encode"),
+            _check_encode,
+        ),
+        Target(f"{prefix}.decode", _ext_decode_params(code_param), _method("decode"), _check_decode),
+        Target(
+            f"{prefix}.decode_details",
+            _ext_decode_params(code_param),
+            _method("decode_details"),
+            _check_details,
+        ),
+        Target(
+            f"{prefix}.complete",
+            (
+                code_param,
+                Param("alive", _alive_any(lambda ctx: 0), bad_alive(lambda ctx: _code(ctx).num_workers)),
+            ),
+            _method("complete"),
+            _check_bool,
+        ),
+    ]
+    if decoder is not None:
+        targets.append(
+            Target(
+                f"{prefix}.{decoder}",
+                (
+                    code_param,
+                    Param(
+                        "alive",
+                        _alive_any(lambda ctx, m=minimum: m),
+                        bad_alive(lambda ctx: _code(ctx).num_workers),
+                    ),
+                ),
+                _method(decoder),
+                _check_decoder,
+                valid_error=_gcv_decoder_refused,
+            )
+        )
+    return targets
+
+
+def _layout_targets() -> list[Target]:
+    bad_neighbours = bad_count(1, name="neighbours")
+    return [
+        Target(
+            "layout.pairwise_distances",
+            (
+                Param("a", lambda d, ctx: _cloud(d, 1, 10), _bad_array_of("a")),
+                Param(
+                    "b",
+                    lambda d, ctx: d.pick((OMIT, None, d.normal((d.int(1, 8), np.shape(ctx["a"])[1])))),
+                    lambda d, ctx: [
+                        ("str", "abc"),
+                        ("other-columns", d.normal((3, np.shape(ctx["a"])[1] + 1))),
+                        ("nan", np.full((2, np.shape(ctx["a"])[1]), math.nan)),
+                        ("1-d", d.normal(np.shape(ctx["a"])[1])),
+                        ("str-array", np.full((2, np.shape(ctx["a"])[1]), "x")),
+                        ("object-array", np.array([object()], dtype=object)),
+                    ],
+                ),
+            ),
+            lambda kw: LAYOUT.pairwise_distances,
+            _check_pairwise,
+        ),
+        Target(
+            "layout.knn_graph",
+            (
+                Param("distances", _distances_valid(1, 12), _bad_distances()),
+                Param("neighbours", lambda d, ctx: int_like(d, d.int(1, 14)), bad_neighbours),
+            ),
+            lambda kw: LAYOUT.knn_graph,
+            _check_knn,
+        ),
+        Target(
+            "layout.first_principal_axis",
+            (
+                Param(
+                    "centred",
+                    _centred_valid,
+                    _bad_array_of("centred", extra=lambda d, ctx: [("empty-rows", np.zeros((0, 3)))]),
+                ),
+            ),
+            lambda kw: LAYOUT.first_principal_axis,
+            _check_axis,
+        ),
+        Target(
+            "layout.path_length",
+            (
+                Param("distances", _distances_valid(1, 10), _bad_distances()),
+                Param("order", _order_valid, _bad_order),
+            ),
+            lambda kw: LAYOUT.path_length,
+            _check_path_length,
+        ),
+        Target(
+            "layout.chain_order",
+            (
+                Param("distances", _distances_valid(1, 12), _bad_distances()),
+                Param(
+                    "starts",
+                    lambda d, ctx: omit_or(d, 0.6, lambda: int_like(d, d.int(1, 70))),
+                    bad_count(1, name="starts"),
+                ),
+                Param(
+                    "max_passes",
+                    lambda d, ctx: omit_or(d, 0.6, lambda: int_like(d, d.int(0, 60))),
+                    bad_count(0, name="max_passes"),
+                ),
+            ),
+            lambda kw: LAYOUT.chain_order,
+            _check_chain,
+        ),
+        Target(
+            "layout.spectral_coordinate",
+            (Param("graph", _graph_valid, _bad_graph),),
+            lambda kw: LAYOUT.spectral_coordinate,
+            _check_spectral_coordinate,
+        ),
+        Target(
+            "layout.spectral_embedding",
+            (
+                Param("graph", _graph_valid, _bad_graph),
+                Param(
+                    "dimensions",
+                    _embedding_dims_valid(lambda ctx: ctx["graph"].shape[0]),
+                    _bad_embedding_dims(lambda ctx: ctx["graph"].shape[0]),
+                ),
+            ),
+            lambda kw: LAYOUT.spectral_embedding,
+            _check_spectral_embedding,
+        ),
+        Target(
+            "layout.mds_embedding",
+            (
+                Param("distances", _mds_distances_valid, _bad_distances()),
+                Param("dimensions", lambda d, ctx: int_like(d, d.int(1, 4)), bad_count(1, name="dimensions")),
+            ),
+            lambda kw: LAYOUT.mds_embedding,
+            _check_mds,
+        ),
+        Target(
+            "layout.hull_design",
+            (
+                Param(
+                    "sites",
+                    _hull_sites_valid,
+                    _bad_array_of("sites", extra=lambda d, ctx: [("empty", np.zeros((0, 2)))]),
+                ),
+                Param("count", lambda d, ctx: int_like(d, d.int(1, 20)), bad_count(1, name="count")),
+                Param("include", _flag_valid, bad_flag),
+                Param(
+                    "candidates",
+                    lambda d, ctx: omit_or(d, 0.6, lambda: int_like(d, d.int(1, 40))),
+                    bad_count(1, name="candidates"),
+                ),
+            ),
+            lambda kw: LAYOUT.hull_design,
+            _check_hull,
+        ),
+        Target(
+            "layout.snap_to",
+            (
+                Param("positions", _positions_valid, _bad_positions),
+                Param("targets", _targets_valid, _bad_targets),
+            ),
+            lambda kw: LAYOUT.snap_to,
+            _check_snap,
+        ),
+        Target(
+            "layout.arc_positions",
+            (
+                Param("points", _arc_points_valid, _bad_array_of("points", ndim=1)),
+                Param("gaps", _gaps_valid, _bad_gaps),
+            ),
+            lambda kw: LAYOUT.arc_positions,
+            _check_arc,
+        ),
+        Target(
+            "layout.Reference",
+            (
+                Param("samples", _ref_samples_valid, _bad_ref_samples),
+                Param("neighbours", lambda d, ctx: int_like(d, d.int(1, 12)), bad_neighbours),
+            ),
+            lambda kw: LAYOUT.Reference,
+            _check_reference,
+        ),
+        Target(
+            "layout.Reference.geodesic_distances",
+            (_reference_param(), Param("inputs", _ref_inputs_valid, _bad_ref_inputs)),
+            lambda kw: kw["_reference"].obj.geodesic_distances,
+            _check_geodesic,
+        ),
+        Target(
+            "layout.Reference.coordinate_of",
+            (_reference_param(), Param("inputs", _ref_inputs_valid, _bad_ref_inputs)),
+            lambda kw: kw["_reference"].obj.coordinate_of,
+            _check_coordinate_of,
+        ),
+        Target(
+            "layout.Reference.embedding_of",
+            (
+                _reference_param(),
+                Param("inputs", _ref_inputs_valid, _bad_ref_inputs),
+                Param("dimensions", _embedding_dims_valid(_ref_rows), _bad_embedding_dims(_ref_rows)),
+            ),
+            lambda kw: kw["_reference"].obj.embedding_of,
+            _check_embedding(lambda kw: np.shape(kw["inputs"])[0]),
+        ),
+        Target(
+            "layout.Reference.embedding",
+            (
+                _reference_param(),
+                Param("dimensions", _embedding_dims_valid(_ref_rows), _bad_embedding_dims(_ref_rows)),
+            ),
+            lambda kw: kw["_reference"].obj.embedding,
+            _check_embedding(_ref_rows),
+        ),
+    ]
+
+
+def _extension_targets() -> list[Target]:
+    targets: list[Target] = []
+    for kind, check in (
+        ("manifold", _check_manifold),
+        ("thin-plate", _check_thin_plate),
+        ("robust", _check_robust),
+        ("approxifer", _check_approxifer),
+    ):
+        cls = EXTENSION_CODE_CLASSES[kind]
+        targets.append(Target(EXTENSION_CLASS_NAMES[kind], CODE_PARAMS[kind], lambda kw, cls=cls: cls, check))
+
+    manifold = _code_param(("manifold",))
+    targets += [
+        Target(
+            "ManifoldGCC.bind",
+            (manifold, Param("X", _manifold_x_valid, _bad_manifold_x)),
+            _method("bind"),
+            _check_manifold_bind,
+        ),
+        Target(
+            "ManifoldGCC.encode",
+            (manifold, Param("X", _manifold_x_valid, _bad_manifold_x)),
+            _method("encode"),
+            _check_manifold_encode,
+        ),
+        Target(
+            "ManifoldGCC.decode",
+            _ext_decode_params(manifold),
+            _method("decode"),
+            lambda out, kw: "decoded without a layout (its docstring: decode with the bound code)",
+            valid_error=_unbound_decode_refused,
+        ),
+        Target(
+            "ManifoldGCC.complete",
+            (
+                manifold,
+                Param("alive", _alive_any(lambda ctx: 0), bad_alive(lambda ctx: _code(ctx).num_workers)),
+            ),
+            _method("complete"),
+            _check_bool,
+        ),
+    ]
+    bound_methods = _code_methods("ManifoldGCC.bound", _bound_param())
+    targets += [t for t in bound_methods if not t.name.endswith(".complete")]
+    chain = _code_methods("ManifoldGCC.bound", _bound_param(thin_plate=False), decoder="decoder", minimum=2)
+    targets.append(chain[-1])  # decoder: a bound GCC's (a ThinPlateCode has none)
+    targets += _code_methods("ThinPlateCode", _code_param(("thin-plate",)))
+    targets += _layout_targets()
+
+    robust = _code_param(("robust",))
+    targets += _code_methods("RobustGCC", robust, decoder="decoder", minimum=2)
+    targets += [
+        Target("RobustGCC.clip", _clip_params(robust), _method("clip"), _check_clip),
+        Target(
+            "robust_lambda",
+            (
+                Param(
+                    "num_points",
+                    lambda d, ctx: int_like(d, d.pick((2, 3, d.int(2, 50), d.int(2, 5000)))),
+                    bad_count(2, name="num_points"),
+                ),
+                Param(
+                    "num_adversaries",
+                    lambda d, ctx: int_like(
+                        d, d.pick((0, 1, int(ctx["num_points"]), d.int(0, int(ctx["num_points"]))))
+                    ),
+                    bad_count(
+                        0,
+                        name="num_adversaries",
+                        extra=lambda d, ctx: [("above-num_points", int(ctx["num_points"]) + 1)],
+                    ),
+                ),
+                Param("schedule", _choice_valid(ROBUST.SCHEDULES), bad_choice(ROBUST.SCHEDULES)),
+                Param(
+                    "scale",
+                    lambda d, ctx: omit_or(d, 0.4, lambda: real_like(d, d.pick((0.0, 1e-8, 1.0, 3.5)))),
+                    bad_real(typical=1.0),
+                ),
+            ),
+            lambda kw: ROBUST.robust_lambda,
+            _check_robust_lambda,
+        ),
+        *(
+            [
+                Target(
+                    "repeated_median_line",
+                    (
+                        Param("knots", _rm_knots_valid, _bad_rm_knots),
+                        Param("values", _bm_values_valid, _bad_bm_values),
+                    ),
+                    lambda kw: ROBUST.repeated_median_line,
+                    _check_repeated_median,
+                )
+            ]
+            if hasattr(ROBUST, "repeated_median_line")
+            else []
+        ),
+        Target(
+            "block_medians",
+            (
+                Param("knots", _sorted_knots_valid, _bad_bm_knots),
+                Param("values", _bm_values_valid, _bad_bm_values),
+                Param("size", _bm_size_valid, bad_count(1, name="size")),
+                Param("points", _bm_points_valid, _bad_bm_points),
+            ),
+            lambda kw: ROBUST.block_medians,
+            _check_block_medians,
+        ),
+    ]
+
+    approxifer = _code_param(("approxifer",))
+    targets += _code_methods("ApproxIFER", approxifer, decoder="decoder_matrix", minimum=1)
+    targets.append(
+        Target(
+            "ApproxIFER.locates",
+            (
+                approxifer,
+                Param(
+                    "num_results", lambda d, ctx: int_like(d, d.int(0, 40)), bad_count(0, name="num_results")
+                ),
+            ),
+            _method("locates"),
+            _check_locates,
+        )
+    )
+
+    for name, cls in ATTACK_CLASSES.items():
+        targets.append(
+            Target(f"adversaries.{name}", _attack_params(cls), lambda kw, cls=cls: cls, _check_attack(cls))
+        )
+        targets.append(
+            Target(
+                f"adversaries.{name}.corrupt",
+                _corrupt_params(Param("_attack", lambda d, ctx, n=name: AttackSpec(d, n), hidden=True), "Y"),
+                lambda kw: kw["_attack"].obj.corrupt,
+                _check_corrupt,
+            )
+        )
+    targets += [
+        Target(
+            "adversaries.make_attack",
+            (
+                Param("name", lambda d, ctx: d.pick(tuple(ADV.ATTACKS)), bad_choice(tuple(ADV.ATTACKS))),
+                Param(
+                    "num_adversaries",
+                    lambda d, ctx: int_like(d, d.int(0, 5)),
+                    bad_count(0, name="num_adversaries"),
+                ),
+                Param("bound", _make_attack_bound_valid, _make_attack_bad_bound),
+            ),
+            lambda kw: ADV.make_attack,
+            _check_make_attack,
+        ),
+        Target(
+            "faults.Adversarial",
+            (Param("attack", lambda d, ctx: AttackSpec(d).obj, _bad_attack_arg),),
+            lambda kw: cc.faults.Adversarial,
+            _check_adversarial,
+        ),
+        Target(
+            "faults.Adversarial.corrupt",
+            _corrupt_params(Param("_fault", lambda d, ctx: AdversarialSpec(d), hidden=True), "results"),
+            lambda kw: kw["_fault"].obj.corrupt,
+            _check_adversarial_corrupt,
+        ),
+        Target(
+            "faults.corrupt",
+            (
+                Param("result", _fault_result_valid, _bad_fault_result),
+                Param(
+                    "kind",
+                    lambda d, ctx: d.pick(("nan", "garbage")),
+                    bad_choice_of(("nan", "garbage"), lambda d, ctx: [("raise", "raise"), ("hang", "hang")]),
+                ),
+                Param("seed", lambda d, ctx: int_like(d, d.int(0, 10**6)), _bad_fault_seed),
+            ),
+            lambda kw: cc.faults.corrupt,
+            _check_fault_corrupt,
+        ),
+    ]
+
+    targets += [
+        Target(
+            "gradient_coding.FractionalRepetition",
+            (
+                Param(
+                    "num_workers",
+                    lambda d, ctx: int_like(d, d.int(1, 16)),
+                    bad_count(1, name="num_workers", extra=_bad_fr_workers),
+                ),
+                Param("num_stragglers", _fr_stragglers_valid, _bad_gc_stragglers(fr=True)),
+            ),
+            lambda kw: GC.FractionalRepetition,
+            _check_fr,
+        ),
+        Target(
+            "gradient_coding.CyclicRepetition",
+            (
+                Param(
+                    "num_workers",
+                    _cr_workers_valid,
+                    bad_count(
+                        1,
+                        name="num_workers",
+                        extra=lambda d, ctx: [("huge-10**6", 10**6, {"num_stragglers": 1})],
+                    ),
+                ),
+                Param("num_stragglers", _cr_stragglers_valid, _bad_gc_stragglers(fr=False)),
+                Param("seed", _code_seed_valid, _bad_code_seed),
+                Param(
+                    "max_condition",
+                    lambda d, ctx: omit_or(d, 0.7, lambda: real_like(d, d.pick((1e10, 1e12, 1e14)))),
+                    bad_real(lo=1.0, typical=1e10),
+                ),
+                Param(
+                    "max_subsets",
+                    lambda d, ctx: omit_or(d, 0.7, lambda: int_like(d, d.int(1, 3000))),
+                    bad_count(
+                        1, name="max_subsets", none_ok=_default_is_none(GC.CyclicRepetition, "max_subsets")
+                    ),
+                ),
+                Param(
+                    "retries",
+                    lambda d, ctx: omit_or(d, 0.7, lambda: int_like(d, d.int(1, 10))),
+                    bad_count(1, name="retries"),
+                ),
+            ),
+            lambda kw: GC.CyclicRepetition,
+            _check_cr,
+            valid_error=_cr_refused,
+        ),
+    ]
+    for kind, name in (("fr", "FractionalRepetition"), ("cr", "CyclicRepetition")):
+        code_param = _gc_param(kind)
+        alive = Param("alive", _gc_alive_valid, bad_alive(lambda ctx: _code(ctx).num_workers))
+        targets += [
+            Target(
+                f"gradient_coding.{name}.decoding_weights",
+                (code_param, alive),
+                _method("decoding_weights"),
+                _check_weights,
+            ),
+            Target(
+                f"gradient_coding.{name}.decode",
+                (
+                    code_param,
+                    alive,
+                    Param("_gradients", _gradients_valid, hidden=True),
+                    Param(
+                        "messages",
+                        _messages_valid,
+                        bad_batch(lambda ctx: len(_alive_list(ctx["alive"])), "messages", nan_ok=True),
+                    ),
+                ),
+                _method("decode"),
+                _check_gc_decode,
+            ),
+            Target(
+                f"gradient_coding.{name}.partitions",
+                (code_param, Param("worker", _worker_valid, bad_count(0, name="worker", extra=_bad_worker))),
+                _method("partitions"),
+                _check_partitions,
+            ),
+        ]
+        if kind == "fr":
+            targets.append(
+                Target(
+                    f"gradient_coding.{name}.group",
+                    (
+                        code_param,
+                        Param("worker", _worker_valid, bad_count(0, name="worker", extra=_bad_worker)),
+                    ),
+                    _method("group"),
+                    _check_group,
+                )
+            )
+    targets += [
+        Target(
+            "gradient_coding.Problem",
+            (
+                _ls_param(),
+                Param("gradient", lambda d, ctx: ctx["_ls"].gradient, _bad_callable("gradient")),
+                Param("loss", lambda d, ctx: ctx["_ls"].loss, _bad_callable("loss")),
+                Param("initial", _initial_valid, _bad_initial),
+                Param(
+                    "num_partitions",
+                    lambda d, ctx: int_like(d, ctx["_ls"].n),
+                    bad_count(1, name="num_partitions"),
+                ),
+            ),
+            lambda kw: GC.Problem,
+            _check_problem,
+        ),
+        Target(
+            "gradient_coding.Problem.from_torch",
+            (
+                Param("module", _module_valid, _bad_module, names=("module", "parameters")),
+                Param(
+                    "num_partitions",
+                    lambda d, ctx: int_like(d, d.int(1, 4)),
+                    bad_count(1, name="num_partitions", extra=_bad_torch_partitions),
+                ),
+                Param("inputs", _torch_inputs_valid, _bad_torch_inputs),
+                Param("labels", _torch_labels_valid, _bad_torch_labels),
+                Param("seed", _code_seed_valid, _bad_code_seed),
+            ),
+            lambda kw: GC.Problem.from_torch,
+            _check_from_torch,
+        ),
+        Target(
+            "gradient_coding.simulate",
+            _training_params(cluster=False),
+            lambda kw: GC.simulate,
+            _check_history,
+        ),
+        Target(
+            "gradient_coding.train_on_cluster",
+            _training_params(cluster=True),
+            lambda kw: GC.train_on_cluster,
+            _check_history,
+        ),
+        Target(
+            "gradient_coding.WorkerState",
+            (
+                Param("worker", lambda d, ctx: int_like(d, d.int(0, 7)), bad_count(0, name="worker")),
+                Param("partitions", _partitions_valid, _bad_partitions),
+                Param("coefficients", _coefficients_valid, _bad_coefficients),
+                Param("pipelined", lambda d, ctx: d.pick((True, False, np.bool_(True))), bad_flag),
+            ),
+            lambda kw: GC.WorkerState,
+            _check_worker_state,
+        ),
+        Target(
+            "gradient_coding.WorkerState.work",
+            (
+                Param("_state", lambda d, ctx: WorkerStateSpec(d), hidden=True),
+                Param("problem", lambda d, ctx: ctx["_state"].problem, _bad_work_problem),
+                Param("theta", _theta_valid, _bad_theta),
+                Param("t", lambda d, ctx: int_like(d, d.int(0, 5)), bad_count(0, name="t")),
+            ),
+            lambda kw: kw["_state"].obj.work,
+            _check_work,
+        ),
+        Target(
+            "gradient_coding.WorkerState.settle",
+            (
+                Param("_state", lambda d, ctx: WorkerStateSpec(d, worked=True), hidden=True),
+                Param("t", lambda d, ctx: int_like(d, d.pick((0, 0, d.int(0, 5)))), bad_count(0, name="t")),
+                Param("arrived", lambda d, ctx: d.pick((True, False, np.bool_(True))), bad_flag),
+            ),
+            lambda kw: kw["_state"].obj.settle,
+            _check_settle,
+        ),
+    ]
+    return targets
+
+
 # -- the targets -----------------------------------------------------------------------------
 
 
@@ -2141,6 +5149,7 @@ def _build_targets() -> dict[str, Target]:
             _check_fault_model,
         ),
     ]
+    targets += _extension_targets()
     return {t.name: t for t in targets}
 
 
@@ -2317,7 +5326,9 @@ def classify(case: Case, time_limit: float = TIME_LIMIT_S) -> tuple[str, Detail]
             detail.message = f"returned {short(result)}"
             return "accepted-invalid", detail
         try:
-            problem = target.check(result, case.kwargs)
+            with warnings.catch_warnings():  # the check's own calls: not the library's answer
+                warnings.simplefilter("ignore")
+                problem = target.check(result, case.kwargs)
         except Exception as err:  # an invariant that cannot even be checked is broken
             problem = f"checking the result raised {type(err).__name__}: {err}"
         detail.message = problem or f"returned {short(result)}"
