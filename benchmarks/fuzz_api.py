@@ -1,12 +1,18 @@
 """Fuzz the public API with valid and invalid arguments and tabulate how each call ended.
 
     python benchmarks/fuzz_api.py --cases 12000 --seed 0 [--only GCC,GCC.decode,...]
+    python benchmarks/fuzz_api.py --cases 11400 --seed 0 --only extensions
 
 The spec (every public callable's parameters, their valid and invalid values, the result
 invariants) and the classifier live in ``tests/api_fuzzing.py``; ``tests/test_api_fuzz.py``
 runs the same spec under hypothesis. Case ``i`` calls the ``i % T``-th of the ``T`` selected
 callables with arguments drawn from ``random.Random(f"{seed}:{i}")``, so a run is
 reproducible and ``--show-case I`` replays one case (with the same ``--seed`` and ``--only``).
+``--only extensions`` selects the extensions' callables (``api_fuzzing.EXTENSION_NAMES``:
+ManifoldGCC and ``layout``, RobustGCC, ApproxIFER and the attacks, gradient coding).
+
+The table "by callable and outcome" counts each callable's cases by outcome, with the
+seconds its cases took (hangs included): the cost of its fuzz test.
 
 Outcomes (``api_fuzzing.OUTCOMES``): ``ok`` (a valid call returned a result that passed the
 invariants), ``named`` (an invalid value raised ValueError/TypeError/a documented error
@@ -40,12 +46,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
     parser.add_argument("--cases", type=int, default=12000, help="number of cases (default 12000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the case generator (default 0)")
-    parser.add_argument("--only", default="", help="comma-separated callables to fuzz (default: all)")
+    parser.add_argument(
+        "--only", default="", help="comma-separated callables to fuzz, or 'extensions' (default: all)"
+    )
     parser.add_argument("--p-perturb", type=float, default=0.75, help="share of cases with one invalid value")
     parser.add_argument("--time-limit", type=float, default=fz.TIME_LIMIT_S, help="seconds per case")
     parser.add_argument("--examples", type=int, default=3, help="example messages per group (default 3)")
     parser.add_argument("--show-case", type=int, default=None, metavar="I", help="replay case I and exit")
     parser.add_argument("--list", action="store_true", help="list the callables and exit")
+    parser.add_argument(
+        "--reproducers",
+        action="store_true",
+        help="for each failing (callable, parameter, outcome), show its shortest case in full",
+    )
     args = parser.parse_args(argv)
 
     if args.list:
@@ -54,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}({', '.join(params)})")
         return 0
     names = [n.strip() for n in args.only.split(",") if n.strip()] or list(fz.TARGET_NAMES)
+    if names == ["extensions"]:
+        names = list(fz.EXTENSION_NAMES)
     unknown = [n for n in names if n not in fz.TARGETS]
     if unknown:
         parser.error(f"unknown callables {unknown}; known: {', '.join(fz.TARGET_NAMES)}")
@@ -72,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.cases} cases over {len(names)} callables, seed {args.seed}", flush=True)
     outcomes: Counter = Counter()
     by_callable: dict[str, Counter] = defaultdict(Counter)
+    seconds: Counter = Counter()
     groups: dict[tuple, list] = defaultdict(list)
+    shortest: dict[tuple, tuple] = {}  # (len(repr), index, repr, outcome detail) per failing group
     warned: dict[tuple, list] = defaultdict(list)
     start = time.perf_counter()
     for index in range(args.cases):
@@ -84,12 +101,18 @@ def main(argv: list[str] | None = None) -> int:
             by_callable[name]["harness-error"] += 1
             groups[(name, "-", "harness-error")].append((index, "", f"{type(err).__name__}: {err}"))
             continue
+        began = time.perf_counter()
         outcome, detail = fz.classify(case, args.time_limit)
+        seconds[case.name] += time.perf_counter() - began
         outcomes[outcome] += 1
         by_callable[case.name][outcome] += 1
         key = (case.name, case.perturbed or "-", outcome)
         if outcome not in GOOD:
             groups[key].append((index, case.label or "", str(detail)))
+            if args.reproducers:
+                text = repr(case)
+                if key not in shortest or len(text) < shortest[key][0]:
+                    shortest[key] = (len(text), index, text, str(detail))
         if detail.numpy_warnings:
             warned[key].append((index, case.label or "", "; ".join(detail.numpy_warnings[:2])))
         if (index + 1) % 1000 == 0:
@@ -112,6 +135,19 @@ def main(argv: list[str] | None = None) -> int:
         other = sum(v for k, v in c.items() if k not in GOOD)
         print(f"  {name:<30} {sum(c.values()):>5}: {c['ok']:>4} / {c['named']:>4} / {other:>4}")
 
+    print("\n== by callable and outcome (cases; s: seconds) ==")
+    columns = [*fz.OUTCOMES, "harness-error"]
+    short_names = {"accepted-invalid": "acc-inv", "unexpected-type": "unexp-type", "harness-error": "harness"}
+    heads = [short_names.get(c, c) for c in columns]
+    width = max(len(n) for n in names)
+    print(f"  {'callable':<{width}}  " + " ".join(f"{h:>10}" for h in heads) + f" {'s':>7}")
+    for name in names:
+        c = by_callable[name]
+        cells = " ".join(f"{c[col]:>10}" for col in columns)
+        print(f"  {name:<{width}}  {cells} {seconds[name]:>7.1f}")
+    totals = " ".join(f"{outcomes[col]:>10}" for col in columns)
+    print(f"  {'total':<{width}}  {totals} {sum(seconds.values()):>7.1f}")
+
     print("\n== not ok / named, by (callable, perturbed parameter, outcome) ==")
     width = max((len(f"{n}  {p}  {o}") for n, p, o in groups), default=10)
     for key in sorted(groups):
@@ -129,6 +165,15 @@ def main(argv: list[str] | None = None) -> int:
             shown += 1
             if shown >= args.examples:
                 break
+
+    if args.reproducers:
+        only = f" --only {args.only}" if args.only else ""
+        print("\n== the shortest case of each group (replay: --show-case I) ==")
+        for key in sorted(shortest):
+            _, index, text, message = shortest[key]
+            replay = f"python benchmarks/fuzz_api.py --seed {args.seed}{only} --show-case {index}"
+            print(f"\n{'  '.join(key)}: {replay}")
+            print(f"    case {index}: {text}\n    -> {message[:600]}")
 
     print("\n== numpy warnings that leaked, by (callable, perturbed parameter, outcome) ==")
     if not warned:
