@@ -188,12 +188,18 @@ The extensions (ManifoldGCC, ThinPlateCode, ``layout``; RobustGCC, ``robust_lamb
   ``arc_positions``' ``gaps`` K - 1 lengths >= 0 (zeros valid; a wrong length invalid even
   at K = 1, where they are unused); ``Reference`` samples: two or more; its methods' inputs
   ``(K, d)`` of the reference's width, near it or far from it (geodesics stay finite:
-  its docstring).
+  its docstring). Functions a later ``layout`` adds are fuzzed where they exist
+  (``consecutive_distances``, ``join_components``, ``Reference.geodesics``, ``knn_graph``'s
+  ``join``); ``check_size``, itself a check, only for its documented refusal. All of this
+  rests on one decision, :data:`LAYOUT_CHECKS_ARGUMENTS`: were ``layout`` declared an
+  unchecked math layer ("no checks are performed"), setting it False keeps the valid
+  calls' invariants and drops the invalid values.
 """
 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import inspect
 import itertools
 import math
@@ -2973,7 +2979,8 @@ def _check_knn(out, kw: dict) -> str | None:
     edges = dense > 0
     if np.any(np.abs(dense[edges] - np.maximum(D[edges], 1e-300)) > 1e-12 * (1 + np.abs(D[edges]))):
         return "edge weights are not the distances"
-    if n and scipy.sparse.csgraph.connected_components(out, directed=False)[0] != 1:
+    joined = _given(kw, "join", True)
+    if joined and n and scipy.sparse.csgraph.connected_components(out, directed=False)[0] != 1:
         return "the graph is not connected"
     if n and np.min(np.count_nonzero(edges, axis=1)) < k:
         return f"a node has fewer than {k} neighbours"
@@ -3318,6 +3325,89 @@ def _bad_ref_inputs(d: Draw, ctx: dict) -> list:
 
 def _ref_rows(ctx: dict) -> int:
     return ctx["_reference"].samples.shape[0]
+
+
+def _check_consecutive(out, kw: dict) -> str | None:
+    points = np.asarray(kw["points"], dtype=np.float64)
+    expected = np.sqrt(np.sum(np.diff(points, axis=0) ** 2, axis=1))
+    if not isinstance(out, np.ndarray) or out.shape != expected.shape or not np.all(np.isfinite(out)):
+        return f"returned {short(out)}, expected a finite array of shape {expected.shape}"
+    err = float(np.max(np.abs(out - expected), initial=0.0))
+    return None if err <= 1e-12 * (1 + float(np.max(expected, initial=0.0))) else f"off by {err:.3g}"
+
+
+def _clusters(d: Draw) -> np.ndarray:
+    """Points in one to three clusters far apart (so a k-nearest-neighbour graph falls apart)."""
+    return np.concatenate([d.normal((d.int(1, 5), 2)) + 40.0 * c for c in range(d.int(1, 3))])
+
+
+def _unjoined_graph_valid(d: Draw, ctx: dict):
+    return LAYOUT.knn_graph(_distances_of(ctx["_points"]), d.int(1, 3), join=False)
+
+
+def _bad_graph_to_join(d: Draw, ctx: dict) -> list:
+    n = ctx["graph"].shape[0]
+    with_nan = scipy.sparse.csr_array(ctx["graph"]).copy()
+    if with_nan.nnz:
+        with_nan.data[0] = math.nan
+    return [
+        ("none", None),
+        ("str", "graph"),
+        ("dense-str", np.full((n, n), "x")),
+        ("non-square", scipy.sparse.csr_array((n, n + 1))),
+        ("other-size", scipy.sparse.csr_array((n + 1, n + 1))),
+        *([("nan-weight", with_nan)] if with_nan.nnz else []),
+    ]
+
+
+def _bad_join_distances(d: Draw, ctx: dict) -> list:
+    """Malformed distances; non-finite ones only where the docstring says they are refused
+    (no component with a finite link out)."""
+    D = np.asarray(ctx["distances"])
+    n = D.shape[0]
+    out = [e for e in _bad_distances()(d, ctx) if e[0] not in ("nan", "inf")]
+    out.append(("other-size", np.zeros((n + 1, n + 1))))
+    if scipy.sparse.csgraph.connected_components(ctx["graph"], directed=False)[0] > 1:
+        out.append(("all-infinite", np.where(np.eye(n) > 0, 0.0, math.inf)))
+    return out
+
+
+def _check_join(out, kw: dict) -> str | None:
+    graph, D = scipy.sparse.csr_array(kw["graph"]), np.asarray(kw["distances"])
+    n = D.shape[0]
+    if not (isinstance(out, tuple) and len(out) == 2 and scipy.sparse.issparse(out[0])):
+        return f"returned {short(out)}, expected (graph, components)"
+    joined, components = out
+    before = scipy.sparse.csgraph.connected_components(graph, directed=False)[0]
+    if components != before:
+        return f"components {components!r}, the graph had {before}"
+    if n and scipy.sparse.csgraph.connected_components(joined, directed=False)[0] != 1:
+        return "the joined graph is not connected"
+    dense, given = joined.toarray(), graph.toarray()
+    if np.any(dense < given) or not np.array_equal(dense, dense.T):
+        return "the joined graph lost an edge or is not symmetric"
+    added = (dense > 0) & (given == 0)
+    if np.any(np.abs(dense[added] - np.maximum(D[added], 1e-300)) > 1e-12 * (1 + np.abs(D[added]))):
+        return "an added link's weight is not its distance"
+    if int(np.count_nonzero(added)) != 2 * (before - 1):
+        return f"{int(np.count_nonzero(added)) // 2} links added to join {before} components"
+    return None
+
+
+def _bad_size(d: Draw, ctx: dict) -> list:
+    """check_size's documented refusal: more points than the limit (its message names
+    ``name``: drawn as "count" along with it)."""
+    limit = getattr(LAYOUT, "MAX_POINTS", 10_000)
+    return [("above-limit", limit + 1, {"name": "count"}), ("huge-2**63", 2**63, {"name": "count"})]
+
+
+def _check_geodesics(out, kw: dict) -> str | None:
+    if not (isinstance(out, tuple) and len(out) == 2):
+        return f"returned {short(out)}, expected (distances, components)"
+    components = out[1]
+    if not isinstance(components, (int, np.integer)) or components < 1:
+        return f"components is {components!r}"
+    return _check_geodesic(out[0], kw)
 
 
 def _check_geodesic(out, kw: dict) -> str | None:
@@ -4333,7 +4423,23 @@ def _code_methods(
     return targets
 
 
+# The decision that ``layout``'s public functions check their arguments (module docstring);
+# False would fuzz them with valid arguments only (their results' invariants still checked).
+LAYOUT_CHECKS_ARGUMENTS = True
+
+
 def _layout_targets() -> list[Target]:
+    targets = _layout_target_list()
+    if LAYOUT_CHECKS_ARGUMENTS:
+        return targets
+    unchecked = []
+    for target in targets:
+        params = tuple(p if p.hidden else dataclasses.replace(p, invalid=None) for p in target.params)
+        unchecked.append(dataclasses.replace(target, params=params))
+    return unchecked
+
+
+def _layout_target_list() -> list[Target]:
     bad_neighbours = bad_count(1, name="neighbours")
     return [
         Target(
@@ -4361,6 +4467,11 @@ def _layout_targets() -> list[Target]:
             (
                 Param("distances", _distances_valid(1, 12), _bad_distances()),
                 Param("neighbours", lambda d, ctx: int_like(d, d.int(1, 14)), bad_neighbours),
+                *(
+                    [Param("join", _flag_valid, bad_flag)]
+                    if "join" in inspect.signature(LAYOUT.knn_graph).parameters
+                    else []
+                ),
             ),
             lambda kw: LAYOUT.knn_graph,
             _check_knn,
@@ -4509,7 +4620,60 @@ def _layout_targets() -> list[Target]:
             lambda kw: kw["_reference"].obj.embedding,
             _check_embedding(_ref_rows),
         ),
+        *_later_layout_targets(),
     ]
+
+
+def _later_layout_targets() -> list[Target]:
+    """Public functions that later versions of ``layout`` added, where they exist."""
+    targets = []
+    if hasattr(LAYOUT, "consecutive_distances"):
+        targets.append(
+            Target(
+                "layout.consecutive_distances",
+                (Param("points", lambda d, ctx: _cloud(d, 1, 10), _bad_array_of("points")),),
+                lambda kw: LAYOUT.consecutive_distances,
+                _check_consecutive,
+            )
+        )
+    if hasattr(LAYOUT, "join_components"):
+        targets.append(
+            Target(
+                "layout.join_components",
+                (
+                    Param("_points", lambda d, ctx: _clusters(d), hidden=True),
+                    Param("graph", _unjoined_graph_valid, _bad_graph_to_join),
+                    Param("distances", lambda d, ctx: _distances_of(ctx["_points"]), _bad_join_distances),
+                ),
+                lambda kw: LAYOUT.join_components,
+                _check_join,
+            )
+        )
+    if hasattr(LAYOUT, "check_size"):
+        limit = getattr(LAYOUT, "MAX_POINTS", 10_000)
+        targets.append(
+            Target(
+                "layout.check_size",
+                (
+                    Param(
+                        "count", lambda d, ctx: int_like(d, d.pick((0, 1, d.int(0, limit), limit))), _bad_size
+                    ),
+                    Param("name", lambda d, ctx: d.pick(("points", "reference", "X"))),
+                ),
+                lambda kw: LAYOUT.check_size,
+                lambda out, kw: None if out is None else f"returned {out!r}",
+            )
+        )
+    if hasattr(LAYOUT.Reference, "geodesics"):
+        targets.append(
+            Target(
+                "layout.Reference.geodesics",
+                (_reference_param(), Param("inputs", _ref_inputs_valid, _bad_ref_inputs)),
+                lambda kw: kw["_reference"].obj.geodesics,
+                _check_geodesics,
+            )
+        )
+    return targets
 
 
 def _extension_targets() -> list[Target]:
