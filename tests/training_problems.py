@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from codedcomputing.gradient_coding import Problem
@@ -29,3 +31,51 @@ class SlowWorker(DelayModel):
         out = rng.exponential(0.1, num_workers)
         out[0] = 100.0
         return out
+
+
+class Late(DelayModel):
+    """The given workers arrive 1,000 s late, the others at once: never waited for when the
+    scheme can do without them."""
+
+    def __init__(self, workers):
+        self.workers = sorted(workers)
+
+    def _sample(self, num_workers, rng):
+        out = np.zeros(num_workers)
+        out[self.workers] = 1000.0
+        return out
+
+
+class PartitionFaults:
+    """A problem's gradient that misbehaves for some partitions: ``{partition: kind}`` with
+    kinds ``"raise"``, ``"nan"``, ``"shape"`` (one entry short) and ``"hang"`` (blocks until
+    :meth:`release`, or ``hang_s``), from its ``after``-th call for that partition on (0:
+    from the first). Every worker that computes such a partition is faulty that step."""
+
+    def __init__(self, problem: Problem, faults: dict[int, str], after: int = 0, hang_s: float = 60.0):
+        self.problem, self.faults, self.after, self.hang_s = problem, dict(faults), after, hang_s
+        self.calls: dict[int, int] = {}
+        self.lock = threading.Lock()
+        self.released = threading.Event()
+
+    def release(self) -> None:
+        """End every hang, now and later."""
+        self.released.set()
+
+    def gradient(self, theta, partition):
+        with self.lock:
+            count = self.calls[partition] = self.calls.get(partition, 0) + 1
+        value = self.problem.gradient(theta, partition)
+        kind = self.faults.get(partition) if count > self.after else None
+        if kind == "raise":
+            raise RuntimeError(f"partition {partition} is broken")
+        if kind == "nan":
+            return value * np.nan
+        if kind == "shape":
+            return value[:-1]
+        if kind == "hang":
+            self.released.wait(self.hang_s)
+        return value
+
+    def as_problem(self) -> Problem:
+        return Problem(self.gradient, self.problem.loss, self.problem.initial, self.problem.num_partitions)

@@ -1,17 +1,25 @@
 """Training on a thread cluster with stateful workers: exact schemes follow DGD's iterates,
-PGC at s = 0 is DGD, a slow worker's lost work ages its stored gradients, and stragglers do
-not hold up the next step."""
+PGC at s = 0 is DGD, a slow worker's lost work ages its stored gradients, stragglers do not
+hold up the next step, failing and hung workers end as documented (never silently wrong,
+never a hang), and both trainers agree on a bad partition."""
 
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 import pytest
 
 import codedcomputing as cc
-from codedcomputing.gradient_coding import SCHEMES, simulate, train_on_cluster
-from training_problems import SlowWorker, least_squares
+from codedcomputing.gradient_coding import SCHEMES, TooManyStragglersError, simulate, train_on_cluster
+from codedcomputing.gradient_coding.cluster import (
+    FIRST_STEP_TIMEOUT_S,
+    MIN_STEP_TIMEOUT_S,
+    STEP_TIMEOUT_FACTOR,
+    StepDeadline,
+)
+from training_problems import PartitionFaults, SlowWorker, least_squares
 
 FAST = cc.delays.AdditiveExponential(mean=0.001)
 
@@ -82,3 +90,143 @@ def test_bad_arguments_name_the_parameter(cluster):
         train_on_cluster("dgd", problem, 12, 2, cluster)
     with pytest.raises(ValueError, match="delays"):
         train_on_cluster("dgd", problem, 1, 2, cluster, delays=0.1)
+
+
+# --- faulty and hung workers (issue: silent wrong answers, hangs) --------------------------
+
+
+def test_dgd_with_a_failing_partition_raises_instead_of_dividing_by_n(cluster):
+    """DGD trained on 5 of 6 partitions and divided by 6, silently; now it says why it stops."""
+    broken = PartitionFaults(least_squares(6), {2: "raise"})
+    with pytest.raises(TooManyStragglersError, match="partition 2 is broken") as caught:
+        train_on_cluster("dgd", broken.as_problem(), 1, 5, cluster, lr=0.05)
+    assert caught.value.missing == [2]
+    assert str(caught.value).startswith("step 1: dgd") and "worker 2:" in str(caught.value)
+    assert [step.step for step in caught.value.history] == [0]
+
+
+def test_pgc_cr_short_of_n_minus_s_flags_its_steps_and_averages_what_it_used(cluster):
+    """PGC-CR with two faulty workers (s = 1) used 4 messages and divided by (n - s)(s + 1) =
+    10 without a word; now each step is flagged and divides by 4 (s + 1)."""
+    problem = least_squares(6)
+    with pytest.warns(RuntimeWarning, match="3 of 3 steps combined fewer than n - s = 5"):
+        history = train_on_cluster("pgc-cr", problem, 1, 3, cluster, lr=0.05, faults={0: "raise", 3: "nan"})
+    assert all(step.degraded and sorted(step.used) == [1, 2, 4, 5] for step in history[1:])
+    assert set(history[1].failed) <= {0, 3}
+    # step 1 by hand: each worker i sends g_i + g_{i+1} at theta_0; the master averages 4 of them
+    theta0 = problem.initial
+    sums = [problem.gradient(theta0, i) + problem.gradient(theta0, (i + 1) % 6) for i in (1, 2, 4, 5)]
+    theta1 = theta0 - 0.05 * np.sum(sums, axis=0) / (4 * 2)
+    assert history[1].loss == pytest.approx(problem.loss(theta1), rel=1e-12)
+
+
+def test_one_hung_worker_neither_hangs_nor_starves_the_threads():
+    """IS-SGD on 8 threads with a worker whose gradient never returns hung at step 9: each
+    step queued a task behind the hung one. Now the hung worker is a straggler of every
+    step (still computing), it holds one thread, and the run goes on."""
+    hung = PartitionFaults(least_squares(6), {3: "hang"})
+    try:
+        with cc.ThreadCluster(num_threads=8, seed=0) as threads:
+            start = time.perf_counter()
+            history = train_on_cluster("is-sgd", hung.as_problem(), 1, 12, threads, lr=0.05)
+            elapsed = time.perf_counter() - start
+    finally:
+        hung.release()
+    assert elapsed < 5.0  # no step waited for it (the automatic deadline is 60 s, then >= 1 s)
+    assert all(3 not in step.used and len(step.used) == 5 for step in history[1:])
+    assert not any(step.degraded or step.timed_out for step in history)
+    assert all("still computing step 1" in step.failed[3] for step in history[2:])
+    assert history[-1].loss < 0.5 * history[0].loss
+
+
+def test_two_hung_workers_cost_one_deadline_then_fail_fast():
+    """With 2 hung workers (s = 1) every scheme hung past 40 s. Now the first step waits for
+    its deadline; later ones do not wait for the busy workers at all."""
+    hung = PartitionFaults(least_squares(6), {1: "hang", 4: "hang"})
+    problem = hung.as_problem()
+    try:
+        with cc.ThreadCluster(num_threads=8, seed=0) as threads:
+            start = time.perf_counter()
+            with pytest.warns(RuntimeWarning, match="fewer than n - s"):
+                history = train_on_cluster("is-sgd", problem, 1, 6, threads, lr=0.05, step_timeout_s=0.3)
+            elapsed = time.perf_counter() - start
+            with pytest.raises(TooManyStragglersError, match="step 1: gc-cr"):
+                train_on_cluster("gc-cr", problem, 1, 6, threads, lr=0.05, step_timeout_s=0.3)
+    finally:
+        hung.release()
+    assert elapsed < 0.3 + 2.0
+    assert history[1].timed_out and not any(step.timed_out for step in history[2:])
+    assert all(step.degraded and sorted(step.used) == [0, 2, 3, 5] for step in history[1:])
+
+
+def test_the_automatic_deadline_follows_the_steps_so_far(cluster):
+    """No step_timeout_s: a worker that hangs from step 3 on is waited for max(1 s, 10 x the
+    median step), not forever; DGD, which needs it, then raises, naming the deadline."""
+    hangs_later = PartitionFaults(least_squares(6), {4: "hang"}, after=2)
+    try:
+        start = time.perf_counter()
+        with pytest.raises(TooManyStragglersError, match=r"step 3: dgd.*step_timeout_s") as caught:
+            train_on_cluster("dgd", hangs_later.as_problem(), 1, 6, cluster, lr=0.05)
+        elapsed = time.perf_counter() - start
+    finally:
+        hangs_later.release()
+    assert 1.0 <= elapsed < 6.0
+    assert "from workers [4]" in str(caught.value)
+    assert [step.step for step in caught.value.history] == [0, 1, 2]
+
+
+def test_step_deadline_rule():
+    assert StepDeadline(0.25).seconds() == 0.25
+    automatic = StepDeadline(None)
+    assert automatic.seconds() == FIRST_STEP_TIMEOUT_S
+    automatic.record(0.01, timed_out=False)
+    automatic.record(5.0, timed_out=True)  # a step that timed out does not stretch the deadline
+    assert automatic.seconds() == MIN_STEP_TIMEOUT_S
+    for seconds in (0.3, 0.4, 0.5):
+        automatic.record(seconds, timed_out=False)
+    assert automatic.seconds() == pytest.approx(STEP_TIMEOUT_FACTOR * 0.35)
+
+
+@pytest.mark.parametrize("kind", ["nan", "raise", "shape"])
+def test_a_bad_partition_ends_the_same_way_on_both_trainers(cluster, kind):
+    """simulate turned a NaN gradient into NaN losses where the cluster trainer raised: both
+    now make every worker computing it a straggler, with the same outcome per scheme."""
+    problem = PartitionFaults(least_squares(6), {5: kind}).as_problem()
+    for scheme in SCHEMES:
+        outcomes = []
+        for trainer in ("simulate", "threads"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                try:
+                    if trainer == "simulate":
+                        history = simulate(scheme, problem, 1, 4, lr=0.05)
+                    else:
+                        history = train_on_cluster(scheme, problem, 1, 4, cluster, lr=0.05)
+                except TooManyStragglersError as err:
+                    assert "partition 5" in str(err)
+                    outcomes.append(("error", err.missing))
+                    continue
+            assert all(np.isfinite(step.loss) for step in history)
+            outcomes.append(("trained", [step.degraded for step in history]))
+            if scheme == "is-sgd":  # worker 5 fails, the other five are n - s: a fixed set
+                outcomes[-1] += (np.round([step.loss for step in history], 12).tolist(),)
+        assert outcomes[0] == outcomes[1], (scheme, outcomes)
+        exact = scheme in ("dgd", "gc-fr", "gc-cr", "pgc-fr")  # partition 5 spoils 2 workers
+        assert (outcomes[0][0] == "error") == exact, (scheme, outcomes)
+
+
+def test_fault_and_deadline_arguments_name_the_parameter(cluster):
+    problem = least_squares(6)
+    for faults, match in [
+        ({0: "explode"}, "faults"),
+        ({6: "raise"}, "faults"),
+        ({True: "raise"}, "faults"),
+        ([0], "faults"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            train_on_cluster("gc-cr", problem, 1, 2, cluster, faults=faults)
+    for timeout in (0, -1.0, "1", float("nan")):
+        with pytest.raises(ValueError, match="step_timeout_s"):
+            train_on_cluster("gc-cr", problem, 1, 2, cluster, step_timeout_s=timeout)
+    with pytest.raises(ValueError, match="code_seed"):
+        train_on_cluster("gc-cr", problem, 1, 2, cluster, code_seed=-1)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import codedcomputing as cc
-from codedcomputing.gradient_coding import SCHEMES, Problem, simulate
-from training_problems import SlowWorker, least_squares
+from codedcomputing.gradient_coding import SCHEMES, Problem, TooManyStragglersError, simulate
+from training_problems import Late, SlowWorker, least_squares
 
 DELAYS = cc.delays.AdditiveExponential(mean=1.0)
 
@@ -139,3 +139,120 @@ def test_bad_arguments_name_the_parameter(kwargs, match):
     args = {"scheme": "dgd", "problem": least_squares(12), "num_stragglers": 1, "steps": 2, **kwargs}
     with pytest.raises(ValueError, match=match):
         simulate(**args)
+
+
+# --- clear errors at the public boundary -----------------------------------------------
+
+
+def _gradient(x, i):
+    return np.zeros_like(x)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"gradient": None}, "gradient must be callable"),
+        ({"loss": "mse"}, "loss must be callable"),
+        ({"initial": [0.0, np.nan]}, r"initial must be finite.*\[1\]"),
+        ({"initial": np.zeros((2, 2))}, "initial must be a non-empty 1-D"),
+        ({"initial": []}, "initial must be a non-empty 1-D"),
+        ({"initial": ["a", "b"]}, "initial must hold real numbers"),
+        ({"initial": [1 + 2j]}, "initial must hold real numbers"),
+        ({"num_partitions": 0}, "num_partitions"),
+        ({"num_partitions": 2.0}, "num_partitions"),
+        ({"num_partitions": True}, "num_partitions"),
+        ({"num_partitions": 10**6}, "num_partitions"),
+    ],
+)
+def test_problem_checks_its_arguments(kwargs, match):
+    args = {"gradient": _gradient, "loss": lambda x: 0.0, "initial": np.zeros(3), "num_partitions": 4}
+    with pytest.raises(ValueError, match=match):
+        Problem(**{**args, **kwargs})
+
+
+def _digits_like(count=24, features=6, classes=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(count, features)).astype(np.float32), rng.integers(0, classes, count)
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda a: {**a, "module": None}, "module must be a torch.nn.Module"),
+        (lambda a: {**a, "num_partitions": 0}, "num_partitions"),
+        (lambda a: {**a, "num_partitions": 25}, r"num_partitions must be at most the number of examples"),
+        (lambda a: {**a, "labels": a["labels"] + 3}, r"labels must be in 0\.\.2 \(the module's 3 outputs\)"),
+        (lambda a: {**a, "labels": a["labels"][:-1]}, r"labels must have one entry per example of inputs"),
+        (lambda a: {**a, "labels": a["labels"] - 5}, "labels must be class indices >= 0"),
+        (lambda a: {**a, "labels": a["labels"] + 0.5}, "labels must be integer class indices"),
+        (lambda a: {**a, "labels": a["labels"].reshape(4, 6)}, "labels must be a 1-D array"),
+        (lambda a: {**a, "inputs": np.where(np.arange(6) == 2, np.nan, a["inputs"])}, "inputs must be fin"),
+        (lambda a: {**a, "inputs": a["inputs"].astype(str)}, "inputs must hold real numbers"),
+        (lambda a: {**a, "inputs": a["inputs"][:, :4]}, "inputs do not fit module"),
+        (lambda a: {**a, "inputs": np.zeros((0, 6))}, "inputs must have one example per row"),
+        (lambda a: {**a, "seed": -1}, "seed"),
+    ],
+)
+def test_from_torch_checks_its_arguments(change, match):
+    """Each of these gave ZeroDivisionError, AttributeError, torch's IndexError at the first
+    step, a raw IndexError, or trained silently to NaN."""
+    import torch
+
+    torch.manual_seed(0)
+    x, y = _digits_like()
+    args = {"module": torch.nn.Linear(6, 3), "inputs": x, "labels": y, "num_partitions": 4}
+    with pytest.raises(ValueError, match=match):
+        Problem.from_torch(**change(args))
+
+
+def test_from_torch_checks_the_module_output_and_parameters():
+    import torch
+
+    x, y = _digits_like()
+    with pytest.raises(ValueError, match=r"module must map a batch of 2 inputs to \(batch, classes\)"):
+        Problem.from_torch(torch.nn.Sequential(torch.nn.Linear(6, 3), torch.nn.Flatten(0)), x, y, 4)
+    frozen = torch.nn.Linear(6, 3).requires_grad_(False)
+    with pytest.raises(ValueError, match="module must have trainable parameters"):
+        Problem.from_torch(frozen, x, y, 4)
+    nan_weights = torch.nn.Linear(6, 3)
+    with torch.no_grad():
+        nan_weights.weight[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="initial must be finite"):
+        Problem.from_torch(nan_weights, x, y, 4)
+    batchnorm = torch.nn.Sequential(torch.nn.Linear(6, 3), torch.nn.BatchNorm1d(3))
+    before = batchnorm[1].running_mean.clone()
+    problem = Problem.from_torch(batchnorm, torch.as_tensor(x), torch.as_tensor(y), 4)  # tensors too
+    assert torch.equal(batchnorm[1].running_mean, before)  # the shape check ran on a copy
+    assert problem.num_partitions == 4 and problem.initial.shape == (6 * 3 + 3 + 3 + 3,)
+
+
+def test_simulate_names_code_seed_and_faults():
+    problem = least_squares(6)
+    with pytest.raises(ValueError, match="code_seed must be an integer >= 0"):
+        simulate("gc-cr", problem, 1, 2, code_seed=-1)
+    with pytest.raises(ValueError, match="faults"):
+        simulate("gc-cr", problem, 1, 2, faults={0: "late"})
+    with pytest.raises(ValueError, match="compute_s"):
+        simulate("gc-cr", problem, 1, 2, compute_s=float("nan"))
+
+
+def test_a_degraded_simulated_step_averages_the_messages_it_had():
+    problem = least_squares(6)
+    with pytest.warns(RuntimeWarning, match="2 of 2 steps combined fewer than n - s = 5"):
+        history = simulate("is-sgd", problem, 1, 2, lr=0.05, faults={1: "hang", 4: "nan"})
+    assert [step.used for step in history[1:]] == [(0, 2, 3, 5)] * 2
+    assert all(step.degraded for step in history[1:]) and history[1].failed == {4: "returned NaN or inf"}
+    gradients = [problem.gradient(problem.initial, i) for i in (0, 2, 3, 5)]
+    theta1 = problem.initial - 0.05 * np.mean(gradients, axis=0)
+    assert history[1].loss == pytest.approx(problem.loss(theta1), rel=1e-12)
+
+
+def test_a_deadline_on_the_virtual_clock_ends_a_step_short_of_results():
+    problem = least_squares(6)
+    slow = Late([5])  # worker 5 arrives after 1000 virtual seconds
+    history = simulate("is-sgd", problem, 1, 2, lr=0.05, delays=slow, faults={0: "hang"}, step_timeout_s=50.0)
+    assert all(step.degraded and step.timed_out and step.step_time_s == 50.0 for step in history[1:])
+    with pytest.raises(TooManyStragglersError, match=r"no result within the step deadline of 50 s"):
+        simulate("gc-cr", problem, 1, 2, delays=slow, faults={0: "hang"}, step_timeout_s=50.0)
+    waits = simulate("gc-cr", problem, 1, 2, delays=slow, faults={0: "hang"})  # no deadline: waits
+    assert [step.used for step in waits[1:]] == [(1, 2, 3, 4, 5)] * 2

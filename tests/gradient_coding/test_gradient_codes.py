@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 
 import numpy as np
 import pytest
@@ -102,6 +103,8 @@ def test_cyclic_repetition_uses_the_fastest_n_minus_s_and_checks_conditioning():
         (lambda: CyclicRepetition(5, -1), "num_stragglers"),
         (lambda: CyclicRepetition(5, 1, seed=-1), "seed"),
         (lambda: CyclicRepetition(5, 1, seed=1.5), "seed"),
+        (lambda: CyclicRepetition(5, 1, seed=True), "seed"),
+        (lambda: CyclicRepetition(5, 1, max_subsets=0), "max_subsets"),
         (lambda: FractionalRepetition(6, 1).decoding_weights([0, 0, 2, 4]), "duplicate"),
         (lambda: FractionalRepetition(6, 1).decode(np.ones((2, 3)), [0, 2, 4]), "one row per entry"),
     ],
@@ -109,3 +112,33 @@ def test_cyclic_repetition_uses_the_fastest_n_minus_s_and_checks_conditioning():
 def test_bad_arguments_name_the_parameter(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_sizes_are_checked_before_anything_is_allocated():
+    """FractionalRepetition(100000, 0) asked for 74.5 GiB; CyclicRepetition(1000, 1) took
+    more than 20 s (a conditioning check that grew like n^4)."""
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="num_workers must be at most 10,000 for FractionalRepetition"):
+        FractionalRepetition(100_000, 0)
+    with pytest.raises(ValueError, match="num_workers must be at most 1,000 for CyclicRepetition"):
+        CyclicRepetition(1001, 1)
+    large = FractionalRepetition(10_000, 1)  # decodes without building its 800 MB matrix
+    assert large._matrix is None
+    assert large.decoding_weights(np.arange(0, 10_000, 2)).sum() == 5000
+    assert large._matrix is None
+    assert time.perf_counter() - start < 2.0
+    blocks = np.kron(np.eye(2), np.ones((2, 2)))
+    np.testing.assert_array_equal(FractionalRepetition(4, 1).encoding_matrix, blocks)
+
+
+def test_cyclic_repetition_bounds_its_conditioning_check():
+    assert [CyclicRepetition(n, 1).max_subsets for n in (10, 62, 100, 200)] == [2000, 2000, 500, 62]
+    start = time.perf_counter()
+    code = CyclicRepetition(500, 1, seed=0)
+    elapsed = time.perf_counter() - start
+    assert code.max_subsets == 4 and code.checked_subsets == 4  # 2 blocks, 2 random sets
+    assert elapsed < 30.0  # 4 SVDs of 499 x 500 (was 500 of them: 9.8 s on a quiet machine)
+    alive = np.random.default_rng(0).permutation(500)[:499]
+    np.testing.assert_allclose(code.decoding_weights(alive) @ code.encoding_matrix[alive], 1.0, atol=1e-8)
+    explicit = CyclicRepetition(12, 2, max_subsets=30)  # C(12, 2) = 66 > 30: sampled, as given
+    assert explicit.checked_subsets == 30

@@ -129,12 +129,13 @@ class WorkerState:
         Raises :class:`WorkerBusy` at once while an earlier step is still being computed,
         and :class:`~.training.WorkerFailure` for a gradient that is not a finite vector of
         the parameters' shape. ``fault``: an injected fault
-        (:data:`~.training.FAULT_KINDS`); ``"hang"`` waits for ``closed`` (the step's end)."""
+        (:data:`~.training.FAULT_KINDS`); ``"hang"`` waits for ``closed`` (the step's end),
+        then returns None."""
         if fault == "raise":
             raise InjectedFault("injected fault: worker raised")
-        if fault == "hang":
+        if fault == "hang":  # no result: None once the step is over (nothing left to raise to)
             (closed if closed is not None else threading.Event()).wait(HANG_LIMIT_S)
-            raise InjectedFault("injected fault: worker hung until its step was over")
+            return None
         with self.lock:
             if self.computing is not None:
                 raise WorkerBusy(f"worker {self.worker} is still computing step {self.computing + 1}")
@@ -271,6 +272,8 @@ def _train_on_threads(run: Run, delays, deadline: StepDeadline, cluster: Cluster
                 i = worker.worker
                 fault, seed = faults.get(i), int(seeds[i])
                 message = worker.work(problem, theta, t, fault=fault, closed=closed, seed=seed)
+                if message is None:  # an injected hang, over with its step
+                    return None
                 closed.wait(float(delay[i]))  # a slow worker, after its compute
                 return message[None]
 
@@ -347,7 +350,8 @@ def _worker_actor():
                     state.settle(*settled)
                 closed = self._event(t)
                 message = state.work(self.problem, theta, t, fault=fault, closed=closed, seed=seed)
-                closed.wait(delay)
+                if message is not None:
+                    closed.wait(delay)
                 return message
 
             def close(self, t, arrived):
@@ -590,6 +594,7 @@ def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster)
                 failed,
             )
         )
+    pool.check_inflight()  # read what finished: a dead actor is replaced now, not next run
     if pool.replaced:
         warnings.warn(
             f"{run.scheme}: {pool.replaced} worker actors died and were replaced during the run"

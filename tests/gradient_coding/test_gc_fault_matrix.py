@@ -1,0 +1,187 @@
+"""The training fault matrix: every scheme x fault kind x number of faulty workers x backend
+ends as the training module's table says, and no cell hangs.
+
+Setting: ``n = 6`` workers (least squares, ``tests/training_problems.py``), ``s = 1`` with 1
+and 2 faulty workers for every kind, and ``s = 2`` with 2 and 3 faulty workers for two kinds;
+the faulty workers are ``0 .. c-1`` (so the first FR group loses all its members once
+``c > s``). Faults are the trainers' injected worker faults (``faults={w: kind}``): on threads
+and Ray ``"raise"`` raises in the worker, ``"nan"`` / ``"shape"`` send NaN / a vector one
+entry short, ``"hang"`` blocks the worker's thread until the step's deadline closes it; on
+the simulated clock a hung worker never arrives. Documented outcomes:
+
+- ``c <= s``: GC-FR and GC-CR are exact (their losses equal fault-free DGD's); PGC-FR and the
+  approximate schemes train on what they wait for, without the faulty workers and without a
+  degraded step; on the simulated clock they equal a run where the faulty workers are only
+  late, PGC-FR a fault-free run; DGD (which tolerates no missing worker) raises.
+- ``c > s``: the exact schemes (DGD, GC-FR, GC-CR, PGC-FR) raise ``TooManyStragglersError``
+  at step 1, with ``history`` (the start) and the failures named; IS-SGD, IS-GC and PGC-CR
+  take a degraded step every step, flagged, and warn.
+
+Every cell runs on a helper thread that must finish within ``CELL_LIMIT_S``. The thread
+cells take a few seconds in all (short deadlines, three steps); the Ray cells are slow.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import codedcomputing as cc
+from codedcomputing.gradient_coding import (
+    EXACT_SCHEMES,
+    SCHEMES,
+    TooManyStragglersError,
+    simulate,
+    train_on_cluster,
+)
+from training_problems import Late, least_squares
+
+N, STEPS, LR = 6, 3, 0.05
+CELL_LIMIT_S = 30.0
+THREAD_DEADLINE_S = 0.3  # a healthy step takes milliseconds; a hung worker's step waits this long
+RAY_DEADLINE_S = 2.0
+SETTINGS = [(1, kind, c) for kind in ("raise", "nan", "shape", "hang") for c in (1, 2)] + [
+    (2, kind, c) for kind in ("raise", "hang") for c in (2, 3)
+]
+CELLS = [
+    pytest.param(scheme, s, kind, c, id=f"{scheme}-s{s}-{kind}-{c}")
+    for scheme in SCHEMES
+    for s, kind, c in SETTINGS
+]
+PROBLEM = least_squares(N)  # one object: the Ray cells share its actors
+
+
+def bounded(run, limit_s=CELL_LIMIT_S):
+    """``(history or None, error or None, warnings)`` of ``run()`` on a helper thread; fails
+    the test if it is not done within ``limit_s``."""
+    out = {}
+
+    def target():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                out["history"] = run()
+            except Exception as err:  # the cell's outcome
+                out["error"] = err
+            out["warnings"] = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+
+    helper = threading.Thread(target=target, daemon=True)
+    helper.start()
+    helper.join(limit_s)
+    assert not helper.is_alive(), f"the cell hung (not done after {limit_s} s)"
+    return out.get("history"), out.get("error"), out.get("warnings", [])
+
+
+def reference_losses(scheme, s, faulty):
+    """What a cell with at most s faulty workers must give on the simulated clock: DGD's
+    losses for the exact codes, a fault-free PGC-FR run, or the same scheme with the
+    faulty workers merely late (never waited for)."""
+    if scheme in ("gc-fr", "gc-cr"):
+        return [step.loss for step in simulate("dgd", PROBLEM, s, STEPS, lr=LR)]
+    if scheme == "pgc-fr":
+        return [step.loss for step in simulate("pgc-fr", PROBLEM, s, STEPS, lr=LR)]
+    late = simulate(scheme, PROBLEM, s, STEPS, lr=LR, delays=Late(faulty))
+    return [step.loss for step in late]
+
+
+def check_cell(backend, scheme, s, kind, c, history, error, caught):
+    faulty = set(range(c))
+    healthy = [w for w in range(N) if w not in faulty]
+    short = c > s  # more faulty workers than the scheme waits without
+    if scheme == "dgd" or (short and scheme in EXACT_SCHEMES):
+        assert history is None and isinstance(error, TooManyStragglersError), error
+        message = str(error)
+        assert message.startswith("step 1: ") and scheme in message
+        assert [step.step for step in error.history] == [0]
+        if kind != "hang":  # the failures are named; hung workers are named as late on threads
+            assert f"worker {min(faulty)}:" in message, message
+        return
+    assert error is None, f"{type(error).__name__}: {error}"
+    assert len(history) == STEPS + 1
+    assert all(np.isfinite(step.loss) for step in history)
+    assert history[-1].loss < history[0].loss
+    for step in history[1:]:
+        assert not faulty & set(step.used), (step.step, step.used)
+        assert set(step.failed) <= faulty, step.failed  # no healthy worker reported failed
+        if kind != "hang" and backend == "simulated" and not scheme.startswith("pgc"):
+            assert set(step.failed) == faulty, step.failed  # they arrive first there: each told why
+    if not short:
+        assert not any(step.degraded for step in history)
+        assert not any("degraded" in w or "fewer" in w for w in caught)
+        if scheme in ("gc-fr", "gc-cr"):
+            np.testing.assert_allclose(
+                [step.loss for step in history], reference_losses(scheme, s, faulty), rtol=1e-9
+            )
+        elif backend == "simulated" or (scheme in ("is-sgd", "pgc-cr") and c == s):
+            # the used set is then fixed (every healthy worker), whatever the arrival order
+            np.testing.assert_allclose(
+                [step.loss for step in history], reference_losses(scheme, s, faulty), rtol=1e-9
+            )
+        expected = {"is-sgd": N - s, "pgc-cr": N - s, "gc-cr": N - s, "gc-fr": N // (s + 1)}
+        if scheme in expected:
+            assert all(len(step.used) == expected[scheme] for step in history[1:])
+        return
+    assert all(step.degraded for step in history[1:])  # every step flagged...
+    assert any("fewer than n - s" in w for w in caught), caught  # ...and the run warns
+    for step in history[1:]:
+        if scheme in ("is-sgd", "pgc-cr"):
+            assert sorted(step.used) == healthy
+        else:
+            assert set(step.used) <= set(healthy)
+        if kind == "hang" and backend != "simulated":
+            assert step.timed_out
+
+
+@pytest.mark.parametrize(("scheme", "s", "kind", "c"), CELLS)
+def test_fault_matrix_simulated(scheme, s, kind, c):
+    faults = dict.fromkeys(range(c), kind)
+    history, error, caught = bounded(lambda: simulate(scheme, PROBLEM, s, STEPS, lr=LR, faults=faults))
+    check_cell("simulated", scheme, s, kind, c, history, error, caught)
+
+
+@pytest.fixture(scope="module")
+def threads():
+    with cc.ThreadCluster(8, seed=0) as cluster:
+        yield cluster
+
+
+@pytest.mark.parametrize(("scheme", "s", "kind", "c"), CELLS)
+def test_fault_matrix_threads(threads, scheme, s, kind, c):
+    faults = dict.fromkeys(range(c), kind)
+
+    def run():
+        return train_on_cluster(
+            scheme, PROBLEM, s, STEPS, threads, lr=LR, faults=faults, step_timeout_s=THREAD_DEADLINE_S
+        )
+
+    history, error, caught = bounded(run)
+    check_cell("threads", scheme, s, kind, c, history, error, caught)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray")
+    import training_problems
+
+    cluster = cc.RayCluster(num_cpus=2)
+    ray.cloudpickle.register_pickle_by_value(training_problems)  # the test problem ships by value
+    yield cluster
+    ray.cloudpickle.unregister_pickle_by_value(training_problems)
+    cluster.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("scheme", "s", "kind", "c"), CELLS)
+def test_fault_matrix_ray(ray_cluster, scheme, s, kind, c):
+    faults = dict.fromkeys(range(c), kind)
+
+    def run():
+        return train_on_cluster(
+            scheme, PROBLEM, s, STEPS, ray_cluster, lr=LR, faults=faults, step_timeout_s=RAY_DEADLINE_S
+        )
+
+    history, error, caught = bounded(run, limit_s=120.0)  # the first cell starts the actors
+    check_cell("ray", scheme, s, kind, c, history, error, caught)
