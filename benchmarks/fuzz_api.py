@@ -42,6 +42,11 @@ def case_for(index: int, seed: int, names: list[str], p_perturb: float) -> fz.Ca
 
 
 def main(argv: list[str] | None = None) -> int:
+    with fz.one_blas_thread():  # a case's time is its own work (api_fuzzing.one_blas_thread)
+        return run(argv)
+
+
+def run(argv: list[str] | None = None) -> int:
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
     parser.add_argument("--cases", type=int, default=12000, help="number of cases (default 12000)")
