@@ -19,9 +19,17 @@ Distances are Euclidean in the flattened input space, or geodesic (shortest path
 k-nearest-neighbour graph over the inputs and a reference set of unlabelled samples) when a
 reference is given, so that even K = 10 inputs are ordered by the data's manifold rather than
 by straight lines between them. Everything is deterministic and computed in float64.
+
+A k-nearest-neighbour graph can fall apart (a tight cluster of near-duplicates whose
+neighbours are all each other): its components are then joined by their shortest links
+(:func:`join_components`), so that every geodesic is finite, and the number of links added
+is reported. Whatever holds a dense ``n x n`` matrix (a distance matrix, a graph over a batch
+or a reference set) takes at most :data:`MAX_POINTS` points.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 from scipy.sparse import csr_array
@@ -31,11 +39,15 @@ from scipy.spatial import Delaunay, QhullError, cKDTree
 from scipy.stats import qmc
 
 __all__ = [
+    "MAX_POINTS",
     "Reference",
     "arc_positions",
     "chain_order",
+    "check_size",
+    "consecutive_distances",
     "first_principal_axis",
     "hull_design",
+    "join_components",
     "knn_graph",
     "mds_embedding",
     "pairwise_distances",
@@ -45,22 +57,91 @@ __all__ = [
     "spectral_embedding",
 ]
 
+# The most points anything here holds a dense n x n matrix for (a distance matrix, a graph
+# over a batch or a reference set): 800 MB per matrix at 10,000, and the chain's and the
+# graphs' work grows like n^2 (about 6 s for a chain through 4,000 points here).
+MAX_POINTS = 10_000
+
+# Pairs this close (squared distance below this fraction of their squared norms, after
+# centring) lose most digits in the matrix-product formula: they are recomputed directly,
+# up to _REFINE_BUDGET values of differences per call.
+_CLOSE = 1e-6
+_REFINE_BUDGET = 2**26
+
+
+def check_size(count: int, name: str, limit: int = MAX_POINTS) -> None:
+    """Raise ``ValueError`` naming ``name`` when ``count`` points exceed ``limit`` (checked
+    before anything of size ``count^2`` is allocated)."""
+    if count > limit:
+        raise ValueError(
+            f"{name}: {count:,} points is more than the {limit:,} a dense layout computation takes "
+            f"(its matrices grow like {name}^2)"
+        )
+
+
+def _power_of_two_scale(peak: float) -> float:
+    """A power of two near ``peak`` (``peak / scale`` in [0.5, 2)): dividing by it is exact and
+    keeps squares and sums of values up to 1e308 finite; 1 for 0 or a non-finite peak."""
+    if not (peak > 0.0 and np.isfinite(peak)):
+        return 1.0
+    return float(np.ldexp(1.0, int(np.frexp(peak)[1]) - 1))
+
 
 def pairwise_distances(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-    """Euclidean distances between the rows of ``a`` and of ``b`` (``a`` itself if ``None``),
-    from one matrix product (``||a||^2 + ||b||^2 - 2 a b^T``, clipped at 0)."""
-    b = a if b is None else b
-    squared = np.sum(a * a, axis=1)[:, None] + np.sum(b * b, axis=1)[None, :] - 2.0 * (a @ b.T)
+    """Euclidean distances between the rows of ``a`` and of ``b`` (``a`` itself if ``None``).
+
+    One matrix product, ``||a||^2 + ||b||^2 - 2 a b^T`` (clipped at 0), on the rows centred
+    on their common mean and divided by a power of two near their largest magnitude: centring
+    keeps a common offset (1e7) from cancelling the distances' digits, the scale keeps the
+    squares of values near 1e160 finite. Pairs whose squared distance is below 1e-6 of their
+    squared norms (near-duplicates far from the mean) are recomputed from their differences
+    (up to 2^26 values per call), so duplicates are exactly 0 apart. Distances beyond float64's
+    range come back inf."""
+    same = b is None
+    a = np.asarray(a, dtype=np.float64)
+    b = a if same else np.asarray(b, dtype=np.float64)
+    if a.shape[0] == 0 or b.shape[0] == 0:
+        return np.zeros((a.shape[0], b.shape[0]))
+    scale = _power_of_two_scale(max(np.max(np.abs(a), initial=0.0), np.max(np.abs(b), initial=0.0)))
+    a = a / scale
+    total = a.sum(axis=0) if same else a.sum(axis=0) + (b / scale).sum(axis=0)
+    centre = total / (a.shape[0] if same else a.shape[0] + b.shape[0])
+    a = a - centre
+    b = a if same else b / scale - centre
+    norms_a = np.einsum("ij,ij->i", a, a)
+    norms_b = norms_a if same else np.einsum("ij,ij->i", b, b)
+    squared = norms_a[:, None] + norms_b[None, :] - 2.0 * (a @ b.T)
     np.maximum(squared, 0.0, out=squared)
-    if b is a:
+    close = squared < _CLOSE * (norms_a[:, None] + norms_b[None, :])
+    if same:
+        np.fill_diagonal(close, False)
         np.fill_diagonal(squared, 0.0)
-    return np.sqrt(squared)
+    rows, cols = np.nonzero(close)
+    if rows.size and rows.size * a.shape[1] <= _REFINE_BUDGET:
+        step = max(1, 2**22 // max(a.shape[1], 1))
+        for start in range(0, rows.size, step):
+            i, j = rows[start : start + step], cols[start : start + step]
+            difference = a[i] - b[j]
+            squared[i, j] = np.einsum("ij,ij->i", difference, difference)
+    with np.errstate(over="ignore"):
+        return np.sqrt(squared) * scale
 
 
-def knn_graph(distances: np.ndarray, neighbours: int) -> csr_array:
+def consecutive_distances(points: np.ndarray) -> np.ndarray:
+    """The ``n - 1`` Euclidean distances between consecutive rows of ``points`` (``(n, D)``),
+    from their differences (``O(n D)``, no ``n x n`` matrix), on the rows divided by a power
+    of two near their largest magnitude so the squares cannot overflow."""
+    points = np.asarray(points, dtype=np.float64)
+    scale = _power_of_two_scale(float(np.max(np.abs(points), initial=0.0)))
+    steps = np.diff(points / scale, axis=0)
+    with np.errstate(over="ignore"):
+        return np.sqrt(np.einsum("ij,ij->i", steps, steps)) * scale
+
+
+def knn_graph(distances: np.ndarray, neighbours: int, *, join: bool = True) -> csr_array:
     """The symmetric k-nearest-neighbour graph of a square distance matrix (edge weights: the
-    distances), with its components joined by their shortest links so that every geodesic
-    is finite."""
+    distances; ties to the lowest index), with its components joined by their shortest links
+    (:func:`join_components`) so that every geodesic is finite; ``join=False`` leaves them."""
     n = distances.shape[0]
     k = min(neighbours, n - 1)
     if k < 1:
@@ -73,22 +154,52 @@ def knn_graph(distances: np.ndarray, neighbours: int) -> csr_array:
     weights = np.maximum(distances[rows, cols], 1e-300)  # a zero weight would be no edge
     graph = csr_array((weights, (rows, cols)), shape=(n, n))
     graph = graph.maximum(graph.T)
+    return join_components(graph, distances)[0] if join else graph
+
+
+def join_components(
+    graph: csr_array, distances: np.ndarray, rows: np.ndarray | None = None
+) -> tuple[csr_array, int]:
+    """``(graph, components)``: ``graph`` with its connected components joined by their
+    shortest links, and how many components it had (1: it was connected, nothing added).
+
+    ``distances`` are ``(R, n)``: from the nodes ``rows`` (all ``n`` nodes when ``None``) to
+    every node; every component but one must lie within ``rows`` (the one outside: a
+    reference set's graph, connected already). Boruvka's rounds: each component within
+    ``rows`` gets the shortest link from its nodes to a node of another component (ties: the
+    lowest row, then the lowest node), so the count at least halves per round and the links
+    added are those of a minimum spanning forest of the components. ``O(R n)`` per round.
+    Raises ``ValueError`` when no component has a finite link out (non-finite distances)."""
+    n = graph.shape[0]
+    rows = np.arange(n) if rows is None else np.asarray(rows)
     count, labels = connected_components(graph, directed=False)
-    while count > 1:  # join the component of node 0 to its nearest other component
-        inside = labels == labels[0]
-        block = masked[np.ix_(inside, ~inside)]
-        i, j = np.unravel_index(np.argmin(block), block.shape)
-        a, b = np.flatnonzero(inside)[i], np.flatnonzero(~inside)[j]
-        link = csr_array(([max(distances[a, b], 1e-300)] * 2, ([a, b], [b, a])), shape=(n, n))
-        graph = graph.maximum(link)
+    components = int(count)
+    while count > 1:
+        own = labels[rows]
+        masked = np.where(own[:, None] == labels[None, :], np.inf, distances)
+        nearest = np.argmin(masked, axis=1)
+        length = masked[np.arange(rows.size), nearest]
+        by_component = np.lexsort((length, own))  # stable: the lowest row among equal lengths
+        first = by_component[np.r_[True, own[by_component][1:] != own[by_component][:-1]]]
+        first = first[np.isfinite(length[first])]
+        if first.size == 0:
+            raise ValueError("distances must be finite to join the graph's components")
+        # two pieces may pick the same link: keep it once (a sparse constructor sums repeats)
+        pairs = np.sort(np.c_[rows[first], nearest[first]], axis=1)
+        pairs, keep = np.unique(pairs, axis=0, return_index=True)
+        weights = np.maximum(length[first][keep], 1e-300)
+        ends = (np.r_[pairs[:, 0], pairs[:, 1]], np.r_[pairs[:, 1], pairs[:, 0]])
+        graph = graph.maximum(csr_array((np.r_[weights, weights], ends), shape=(n, n)))
         count, labels = connected_components(graph, directed=False)
-    return graph
+    return graph, components
 
 
 def first_principal_axis(centred: np.ndarray) -> np.ndarray:
     """The leading right singular vector of centred data ``(K, D)``, from the smaller of the
     two Gram matrices (``K x K`` or ``D x D``) by a symmetric eigensolver: a full SVD of a
-    1000 x 784 batch took seconds where this takes milliseconds."""
+    1000 x 784 batch took seconds where this takes milliseconds. The data are divided by a
+    power of two near their largest magnitude first, so the Gram matrix cannot overflow."""
+    centred = centred / _power_of_two_scale(float(np.max(np.abs(centred), initial=0.0)))
     if centred.shape[0] < centred.shape[1]:
         vectors = np.linalg.eigh(centred @ centred.T)[1]
         axis = centred.T @ vectors[:, -1]
@@ -110,8 +221,12 @@ def chain_order(distances: np.ndarray, *, starts: int = 64, max_passes: int = 50
     batches; otherwise the points farthest from the others first), improved by 2-opt
     (reversing a stretch of the path whenever that shortens it) until no reversal helps or
     ``max_passes`` sweeps are done. ``O(starts K^2 + passes K^2)``; past 500 points both
-    counts shrink with K (about 32,000 / K starts and 50,000 / K sweeps, at least 4 and 3)."""
+    counts shrink with K (about 32,000 / K starts and 50,000 / K sweeps, at least 4 and 3).
+    Ties go to the lowest index, so the result is always a permutation of ``0 .. K-1``;
+    ``distances`` must be finite (``ValueError`` otherwise)."""
     n = distances.shape[0]
+    if not np.all(np.isfinite(distances)):  # an infinite row would send the chain back to node 0
+        raise ValueError("distances must be finite: join the graph's components first (join_components)")
     if n <= 2:
         return np.arange(n)
     if n > 500:  # each start and each sweep costs O(n^2): fewer of both for large batches
@@ -193,7 +308,8 @@ def spectral_embedding(graph: csr_array, dimensions: int) -> np.ndarray:
     sign fixed so its first entry is at most 0. Needs ``m <= n - 2``."""
     n = graph.shape[0]
     edges = graph.tocoo()
-    sigma = float(np.median(edges.data)) or 1.0
+    lengths = edges.data[edges.data > 1e-300]  # duplicates' edges (1e-300) would make sigma ~0
+    sigma = float(np.median(lengths)) if lengths.size else 1.0
     affinity = csr_array((np.exp(-((edges.data / sigma) ** 2)), (edges.row, edges.col)), shape=(n, n))
     degree = np.asarray(affinity.sum(axis=1)).ravel()
     scale = 1.0 / np.sqrt(np.maximum(degree, 1e-300))
@@ -216,13 +332,17 @@ def mds_embedding(distances: np.ndarray, dimensions: int) -> np.ndarray:
     """Classical multidimensional scaling: ``(n, m)`` coordinates whose Euclidean distances
     best match ``distances`` (the top ``m`` eigenpairs of the double-centred ``-D^2 / 2``;
     Isomap when ``distances`` are geodesic), each column's sign fixed so its first entry is
-    at most 0. Directions with no spread get coordinate 0."""
+    at most 0. Directions with no spread get coordinate 0. The distances are divided by a
+    power of two near the largest before squaring (no overflow); they must be finite."""
     n = distances.shape[0]
-    squared = distances**2
+    if not np.all(np.isfinite(distances)):
+        raise ValueError("distances must be finite for classical MDS")
+    scale = _power_of_two_scale(float(np.max(distances, initial=0.0)))
+    squared = (distances / scale) ** 2
     centred = -0.5 * (squared - squared.mean(axis=0) - squared.mean(axis=1)[:, None] + squared.mean())
     values, vectors = np.linalg.eigh((centred + centred.T) / 2)
     top = np.argsort(-values, kind="stable")[:dimensions]
-    coordinates = vectors[:, top] * np.sqrt(np.maximum(values[top], 0.0))
+    coordinates = vectors[:, top] * np.sqrt(np.maximum(values[top], 0.0)) * scale
     if coordinates.shape[1] < dimensions:
         coordinates = np.pad(coordinates, ((0, 0), (0, dimensions - coordinates.shape[1])))
     return coordinates * np.where(coordinates[0] > 0, -1.0, 1.0) if n else coordinates
@@ -233,21 +353,27 @@ def hull_design(sites: np.ndarray, count: int, *, include: bool = False, candida
     greedy maximin design (each new point the candidate farthest from those chosen) over
     ``candidates * count`` points (fewer per point past 4,096 points) of a scrambled Sobol
     sequence (fixed seed) inside the
-    hull, started from the hull's vertices, or from all of ``sites`` when ``include``
-    (then the first ``K`` points are ``sites`` themselves). In one dimension the hull is
+    hull (topped up with points drawn uniformly from the hull's simplices, fixed seed, when
+    too few of 2^20 Sobol points fall inside a thin hull), started from the hull's vertices,
+    or from all of ``sites`` when ``include`` (then the design holds every distinct site).
+    In one dimension the hull is
     an interval and the points are Chebyshev points of the second kind on it (with
     ``include``, those nearest the sites moved onto them, :func:`snap_to`). The result
     is ordered along a short open path (:func:`chain_order`; two 2-opt sweeps past 2,000
     points), so that points with neighbouring indices are neighbours in space. The greedy
     pass keeps each pool point's squared distance to the design and updates it one
-    coordinate at a time, ``O(count * pool * m)``. Deterministic."""
+    coordinate at a time, ``O(count * pool * m)``. ``count`` is at most :data:`MAX_POINTS`
+    (``ValueError``); ``sites`` must be finite. Deterministic."""
     sites = np.asarray(sites, dtype=np.float64)
+    check_size(count, "count")
+    if not np.all(np.isfinite(sites)):
+        raise ValueError("sites must be finite")
     k, m = sites.shape
     if m == 1:
         low, high = float(sites.min()), float(sites.max())
         points = low + (high - low) * (1 - np.cos(np.pi * np.arange(count) / max(count - 1, 1))) / 2
-        if include and k <= count:  # the Chebyshev points nearest the sites moved onto them
-            ordered = np.sort(sites[:, 0])
+        ordered = np.unique(sites[:, 0])  # sorted, each distinct site once
+        if include and ordered.size <= count and high > low:  # the nearest points moved onto them
             points[np.searchsorted(points, snap_to(ordered, points))] = ordered
         return np.sort(points)[:, None]
     try:
@@ -260,14 +386,19 @@ def hull_design(sites: np.ndarray, count: int, *, include: bool = False, candida
     need = candidates * count
     power = int(np.ceil(np.log2(max(need, 256))))
     while True:  # more Sobol points until enough fall inside the hull (or 2^20 were drawn)
-        pool = low + (high - low) * qmc.Sobol(m, scramble=True, seed=0).random_base2(power)
+        pool = low + (high - low) * _sobol(m, power)
         if hull is not None:
             pool = pool[hull.find_simplex(pool) >= 0]
         if len(pool) >= need or power >= 20:
             break
         power += 1
+    if len(pool) < need:  # a thin hull: few Sobol points fall inside it
+        pool = np.r_[pool, _uniform_in_hull(sites, hull, need - len(pool))]
     pool = pool[:need]
-    start = sites if include else sites[vertices]
+    if include:  # each distinct site once, in the order given
+        start = sites[np.sort(np.unique(sites, axis=0, return_index=True)[1])]
+    else:
+        start = sites[vertices]
     chosen = [*start[:count]]
     nearest = cKDTree(np.asarray(chosen)).query(pool)[0] ** 2
     columns = [np.ascontiguousarray(pool[:, j]) for j in range(m)]  # squared distances to one
@@ -287,39 +418,79 @@ def hull_design(sites: np.ndarray, count: int, *, include: bool = False, candida
     return design[chain_order(pairwise_distances(design), max_passes=passes)]  # the set alone
 
 
+@functools.lru_cache(maxsize=16)
+def _sobol(dimensions: int, power: int) -> np.ndarray:
+    """The first ``2^power`` points of the scrambled Sobol sequence (seed 0) in [0, 1)^m,
+    read-only and kept: scrambling the engine costs ~50 ms, every thin-plate bind needs it."""
+    points = qmc.Sobol(dimensions, scramble=True, seed=0).random_base2(power)
+    points.flags.writeable = False
+    return points
+
+
+def _uniform_in_hull(sites: np.ndarray, hull, count: int) -> np.ndarray:
+    """``count`` points drawn uniformly from the convex hull (a Delaunay triangulation of
+    ``sites``): a simplex chosen by volume, then flat Dirichlet weights on its vertices."""
+    rng = np.random.default_rng(0)
+    corners = sites[hull.simplices]  # (simplices, m + 1, m)
+    volumes = np.abs(np.linalg.det(corners[:, 1:] - corners[:, :1]))
+    chosen = rng.choice(len(corners), size=count, p=volumes / volumes.sum())
+    weights = rng.dirichlet(np.ones(sites.shape[1] + 1), size=count)
+    return np.einsum("tv,tvm->tm", weights, corners[chosen])
+
+
 def snap_to(positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
     """The sorted ``positions`` (``K``) moved to distinct ``targets`` (``N >= K``) in the
     same order, with the least total displacement ``sum_k |targets[j_k] - positions[k]|``
-    over ``j_1 < ... < j_K`` (dynamic programming, ``O(K N)``)."""
+    over ``j_1 < ... < j_K`` (dynamic programming; ties to the lowest targets).
+
+    Position ``k`` (0-based) only ever goes to a target within ``k`` places right of the
+    first target ``>= x_k``, or ``K - 1 - k`` places left of the last ``<= x_k``: further out,
+    some target in between is free and moving the block of positions there one place
+    back lowers the cost. So each position has a window of at most ``K + 2`` targets and
+    the work and memory are ``O(K min(K, N))``, not ``O(K N)``."""
+    positions = np.asarray(positions, dtype=np.float64)
     targets = np.sort(np.asarray(targets, dtype=np.float64))
     k, n = positions.size, targets.size
-    cost = np.abs(positions[0] - targets)
-    choice = np.zeros((k, n), dtype=np.intp)  # choice[i, j]: where position i-1 went, i at j
-    choice[0] = np.arange(n)
+    index = np.arange(k)
+    low = np.maximum(index, np.searchsorted(targets, positions, side="right") - 1 - (k - 1 - index))
+    high = np.minimum(n - k + index, np.searchsorted(targets, positions, side="left") + index)
+    windows = [np.arange(low[i], high[i] + 1) for i in range(k)]
+    cost = np.abs(positions[0] - targets[windows[0]])
+    choices = [np.zeros(0, dtype=np.intp)]  # choices[i][w]: where position i-1 went, i at windows[i][w]
     for i in range(1, k):
-        best = np.minimum.accumulate(cost)  # best[j]: positions < i placed at targets <= j
-        lower = np.r_[True, cost[1:] < best[:-1]]  # a new running minimum at j
-        where = np.maximum.accumulate(np.where(lower, np.arange(n), 0))  # its argmin
-        new = np.full(n, np.inf)
-        new[1:] = best[:-1] + np.abs(positions[i] - targets[1:])
-        choice[i, 1:] = where[:-1]
+        previous, window = windows[i - 1], windows[i]
+        best = np.minimum.accumulate(cost)  # best[w]: position i-1 at a target <= previous[w]
+        lower = np.r_[True, cost[1:] < best[:-1]]  # a new running minimum at w
+        where = np.maximum.accumulate(np.where(lower, np.arange(cost.size), 0))  # its argmin
+        before = np.searchsorted(previous, window, side="left")  # how many of previous lie below
+        new = np.full(window.size, np.inf)
+        choice = np.zeros(window.size, dtype=np.intp)
+        fits = before > 0
+        new[fits] = best[before[fits] - 1] + np.abs(positions[i] - targets[window[fits]])
+        choice[fits] = previous[where[before[fits] - 1]]
+        choices.append(choice)
         cost = new
-    index = np.empty(k, dtype=np.intp)
-    index[-1] = int(np.argmin(cost))
+    placed = np.empty(k, dtype=np.intp)
+    placed[-1] = windows[-1][int(np.argmin(cost))]
     for i in range(k - 1, 0, -1):
-        index[i - 1] = choice[i, index[i]]
-    return targets[index]
+        placed[i - 1] = choices[i][placed[i] - windows[i][0]]
+    return targets[placed]
 
 
 class Reference:
     """A reference set of unlabelled samples for geodesic distances and a spectral
     coordinate, prepared once: its points (flattened, float64), its own k-nearest-neighbour
-    graph and (lazily) its Fiedler coordinate."""
+    graph (components joined by their shortest links; ``components``: how many it had)
+    and (lazily) its Fiedler coordinate. At most :data:`MAX_POINTS` samples."""
 
     def __init__(self, samples, neighbours: int):
+        check_size(len(samples), "reference")
         self.points = np.asarray(samples, dtype=np.float64).reshape(len(samples), -1)
         self.neighbours = neighbours
-        self.graph = knn_graph(pairwise_distances(self.points), neighbours)
+        distances = pairwise_distances(self.points)
+        if not np.all(np.isfinite(distances)):
+            raise ValueError("reference: its samples' distances overflow float64 (values near 1e308)")
+        self.graph, self.components = join_components(knn_graph(distances, neighbours, join=False), distances)
         self._coordinate = None
         self._embeddings = {}
 
@@ -337,9 +508,18 @@ class Reference:
 
     def geodesic_distances(self, inputs: np.ndarray) -> np.ndarray:
         """``(K, K)`` shortest-path distances between the inputs through the reference's
-        graph joined with them: each input is linked to its ``neighbours`` nearest points
-        among the reference samples and the other inputs together, so that two inputs are
-        linked directly only when they are near each other."""
+        graph joined with them (:meth:`geodesics`, without the count)."""
+        return self.geodesics(inputs)[0]
+
+    def geodesics(self, inputs: np.ndarray) -> tuple[np.ndarray, int]:
+        """``(distances, components)``: the ``(K, K)`` shortest-path distances between the
+        inputs through the reference's graph joined with them, and how many components that
+        joined graph had. Each input is linked to its ``neighbours`` nearest points among
+        the reference samples and the other inputs together, so that two inputs are linked
+        directly only when they are near each other. A cluster of inputs nearer each other
+        than to any sample (near-duplicates) links only among itself: such pieces are joined
+        to the rest by their shortest links (:func:`join_components`), so every distance is
+        finite (``components`` > 1 says this happened)."""
         k, m = inputs.shape[0], self.points.shape[0]
         to_all = np.concatenate([pairwise_distances(inputs, self.points), pairwise_distances(inputs)], axis=1)
         to_all[np.arange(k), m + np.arange(k)] = np.inf  # not its own neighbour
@@ -352,8 +532,9 @@ class Reference:
         reference = self.graph.tocoo()
         base = csr_array((reference.data, (reference.row, reference.col)), shape=(m + k, m + k))
         graph = base.maximum(links).maximum(links.T)
+        graph, components = join_components(graph, to_all, rows=m + np.arange(k))
         distances = shortest_path(graph, method="D", directed=False, indices=m + np.arange(k))[:, m:]
-        return distances  # finite: the reference's graph is connected and every input links to it
+        return distances, components
 
     def coordinate_of(self, inputs: np.ndarray) -> np.ndarray:
         """The reference's spectral coordinate extended to new inputs: the average over each
@@ -379,14 +560,18 @@ def arc_positions(gaps: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Parameters for a path with consecutive gaps ``gaps`` (``K - 1`` lengths >= 0): the
     normalised arc length ``s`` in [0, 1] mapped through the piecewise-linear map that sends
     ``s = k / (K - 1)`` to the sorted ``points[k]``, so equal gaps give back ``points``.
-    Zero or tiny gaps are widened to 1e-3 of the mean gap, so positions stay distinct."""
+    Zero or tiny gaps are widened to 1e-3 of the mean gap, so positions stay distinct; all
+    gaps zero give ``points`` back. Gaps must be finite and >= 0 (``ValueError``)."""
     points = np.sort(np.asarray(points, dtype=np.float64))
     count = points.size
+    gaps = np.asarray(gaps, dtype=np.float64)
+    if not np.all(np.isfinite(gaps)) or np.any(gaps < 0):
+        raise ValueError("gaps must be finite and >= 0")
     if count == 1:
         return points.copy()
-    gaps = np.asarray(gaps, dtype=np.float64)
+    gaps = gaps / _power_of_two_scale(float(np.max(gaps, initial=0.0)))  # exact; the sum cannot overflow
     total = float(np.sum(gaps))
-    if not total > 0.0 or not np.isfinite(total):
+    if not total > 0.0:
         return points.copy()
     gaps = np.maximum(gaps, 1e-3 * total / gaps.size)
     s = np.r_[0.0, np.cumsum(gaps)] / np.sum(gaps)
