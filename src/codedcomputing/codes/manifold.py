@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+from scipy.sparse import csr_array
+from scipy.sparse.csgraph import connected_components
 
 from .. import _arraylib, layout
 from .._validation import check_choice, check_count, check_real_array
@@ -16,32 +18,72 @@ from ..spline import check_lambda
 from .base import Code
 from .gcc import GCC
 
-__all__ = ["DESIGNS", "EMBEDDINGS", "SPACINGS", "Layout", "ManifoldGCC", "SiteLayout", "ThinPlateCode"]
+__all__ = [
+    "DESIGNS",
+    "EMBEDDINGS",
+    "MAX_THIN_PLATE_POINTS",
+    "SPACINGS",
+    "Layout",
+    "ManifoldGCC",
+    "SiteLayout",
+    "ThinPlateCode",
+]
 
 DESIGNS = ("chain", "spectral", "pca", "thin-plate", "none")
 SPACINGS = ("arc", "centripetal", "rank")
 EMBEDDINGS = ("isomap", "eigenmaps")
 
+# A thin-plate decoder solves a dense (|F| + m + 1) system, O(|F|^3): about 1 s at 2,000
+# results here (and 45 s at 2,000 before the solve took only the K rows it needs). More
+# inputs or workers than this are refused before anything is allocated.
+MAX_THIN_PLATE_POINTS = 2_000
+
+# Directions of an embedding whose spread is below this fraction of the largest are rounding
+# noise (inputs on a line embedded in 2-D): they are dropped. Sites this close (in [-1, 1]^m)
+# count as one.
+_FLAT = 1e-6
+
+_COMPONENTS_DOC = """``components`` is 1 plus the number of shortest links
+    added to connect the k-nearest-neighbour graphs behind the layout (the reference's own,
+    and the batch joined to it; or the batch's own for ``"spectral"`` and ``"eigenmaps"``
+    without a reference): 1 when they were connected or no graph was used; more means the
+    data fell apart into pieces (a cluster of near-duplicates, say) and geodesics cross
+    straight links between them."""
+
 
 @dataclass(frozen=True)
 class Layout:
-    """One batch's layout: ``order`` (the inputs' indices along the path), ``alpha`` (input
-    k's point, in the batch's own order), and what computing it cost."""
+    """One batch's layout: ``order`` (the inputs' indices along the path, a permutation of
+    ``0 .. K-1``; identical inputs next to each other), ``alpha`` (input k's point, in the
+    batch's own order), what computing it cost, and ``components`` (below). The layout is
+    computed for the batch's distinct inputs in lexicographic order, so it does not depend
+    on the order of ``X``'s rows (except among identical rows).
+
+    {components}"""
 
     order: np.ndarray
     alpha: np.ndarray
     seconds: float
+    components: int = 1
 
 
 @dataclass(frozen=True)
 class SiteLayout:
     """One batch's layout for the thin-plate design: ``sites`` (input k's point in the
-    embedding, ``(K, m)``, in the batch's own order), ``worker_sites`` (``(N, m)``, worker
-    order) and what computing them cost. No ``order``: the inputs are not put on a line."""
+    embedding, ``(K, m)``, in the batch's own order; ``m`` may be below ``dimensions`` when
+    the batch spans fewer), ``worker_sites`` (``(N, m)``, worker order), what computing them
+    cost, and ``components`` (below). No ``order``: the inputs are not put on a line.
+
+    {components}"""
 
     sites: np.ndarray
     worker_sites: np.ndarray
     seconds: float
+    components: int = 1
+
+
+Layout.__doc__ = Layout.__doc__.format(components=_COMPONENTS_DOC)
+SiteLayout.__doc__ = SiteLayout.__doc__.format(components=_COMPONENTS_DOC)
 
 
 def thin_plate_map(knots: np.ndarray, smoothing: float, targets: np.ndarray) -> np.ndarray:
@@ -57,7 +99,15 @@ def thin_plate_map(knots: np.ndarray, smoothing: float, targets: np.ndarray) -> 
     position (``P`` rank-deficient) the spline is not defined: the map is then the
     least-squares affine fit of least norm in coordinates centred on the knots (one knot:
     its value everywhere). A singular system (repeated knots at ``smoothing = 0``) is
-    solved in the least-squares sense. No checks are performed."""
+    solved in the least-squares sense, an ill-conditioned one (knots a few millionths apart)
+    by whichever of the factorisation and least squares leaves the smaller residual; at
+    ``smoothing = 0`` a target on a knot gets that knot's value exactly (the mean over
+    repeated knots there), and affine functions are reproduced to rounding (a rank-``m + 1``
+    correction after the solve), as the spline does in exact arithmetic. The map is
+    ``B S^-1`` restricted to the knots' columns (``B`` the targets' basis, ``S`` the system,
+    symmetric): with fewer targets than knots it is solved for as ``(S^-1 B^T)^T``, ``T``
+    right-hand sides instead of ``n``.
+    No checks are performed."""
     n, m = knots.shape
     centre = knots.mean(axis=0)
     poly_knots = np.c_[np.ones(n), knots - centre]
@@ -67,15 +117,39 @@ def thin_plate_map(knots: np.ndarray, smoothing: float, targets: np.ndarray) -> 
     system = np.zeros((n + m + 1, n + m + 1))
     system[:n, :n] = _thin_plate_kernel(layout.pairwise_distances(knots)) + smoothing * np.eye(n)
     system[:n, n:], system[n:, :n] = poly_knots, poly_knots.T
-    rhs = np.r_[np.eye(n), np.zeros((m + 1, n))]
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
-            coefficients = scipy.linalg.solve(system, rhs, assume_a="sym")
-    except (np.linalg.LinAlgError, scipy.linalg.LinAlgWarning):
-        coefficients = np.linalg.lstsq(system, rhs, rcond=1e-12)[0]
-    basis = np.c_[_thin_plate_kernel(layout.pairwise_distances(targets, knots)), poly_targets]
-    return basis @ coefficients
+    to_knots = layout.pairwise_distances(targets, knots)
+    basis = np.c_[_thin_plate_kernel(to_knots), poly_targets]
+    by_rows = len(targets) < n
+    rhs = basis.T if by_rows else np.r_[np.eye(n), np.zeros((m + 1, n))]
+    solution = _solve_symmetric(system, rhs)
+    result = np.ascontiguousarray(solution[:n].T) if by_rows else basis @ solution
+    # the exact map reproduces affine functions (result @ poly_knots = poly_targets): restore
+    # that to the last digits where clustered knots left the solve a few short
+    result += (poly_targets - result @ poly_knots) @ np.linalg.pinv(poly_knots)
+    if smoothing == 0:  # an interpolant takes a knot's value at the knot, to the last digit
+        at_knot = to_knots == 0.0  # (near-duplicate knots leave the solve a few digits short)
+        hit = np.flatnonzero(at_knot.any(axis=1))
+        result[hit] = at_knot[hit] / at_knot[hit].sum(axis=1, keepdims=True)
+    return result
+
+
+def _solve_symmetric(system: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``system^-1 rhs`` by a symmetric factorisation; when that is singular or reported
+    ill-conditioned (knots a few millionths apart), whichever of it and the least-squares
+    solution has the smaller residual."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", scipy.linalg.LinAlgWarning)
+        try:
+            solution = scipy.linalg.solve(system, rhs, assume_a="sym")
+        except np.linalg.LinAlgError:
+            solution = None
+    if solution is not None and not any(issubclass(w.category, scipy.linalg.LinAlgWarning) for w in caught):
+        return solution
+    fallback = np.linalg.lstsq(system, rhs, rcond=None)[0]
+    if solution is None or not np.all(np.isfinite(solution)):
+        return fallback
+    residual = np.max(np.abs(system @ solution - rhs))
+    return fallback if np.max(np.abs(system @ fallback - rhs)) < residual else solution
 
 
 def _thin_plate_kernel(r: np.ndarray) -> np.ndarray:
@@ -100,10 +174,15 @@ class ThinPlateCode(Code):
     Promise (tested): inputs affine in the sites through an affine ``f`` are recovered
     exactly from any ``m + 1`` or more results in general position, at any lambdas.
 
+    Each decoder solves a dense system of the returned results' size (``O(|F|^3)``, about
+    1 s at 2,000 here): K and N are at most :data:`MAX_THIN_PLATE_POINTS` (2,000).
+    Workers are labels: the decoder depends on the returned sites, not on which worker
+    numbers carry them (relabelling the workers does not change the estimates).
+
     Parameters
     ----------
     num_inputs, num_workers : int
-        K >= 1 inputs, N >= 2 workers.
+        1 <= K <= 2,000 inputs, 2 <= N <= 2,000 workers.
     lambda_enc, lambda_dec : float, default 0
         The smoothing parameters (mean convention), >= 0; 0 interpolates.
     sites : array_like, shape (K, m)
@@ -140,6 +219,8 @@ class ThinPlateCode(Code):
         sites,
         worker_sites,
     ):
+        check_count(num_inputs, "num_inputs", 1, MAX_THIN_PLATE_POINTS)
+        check_count(num_workers, "num_workers", 2, MAX_THIN_PLATE_POINTS)
         super().__init__(num_inputs, num_workers)
         self.lambda_enc = check_lambda(lambda_enc, "lambda_enc")
         self.lambda_dec = check_lambda(lambda_dec, "lambda_dec")
@@ -148,7 +229,7 @@ class ThinPlateCode(Code):
             worker_sites, self.num_workers, "worker_sites", self.sites.shape[1]
         )
         self._encoder = _read_only(
-            thin_plate_map(self.sites, self.num_inputs * self.lambda_enc, self.worker_sites)
+            _canonical_map(self.sites, self.num_inputs * self.lambda_enc, self.worker_sites)
         )
 
     @staticmethod
@@ -195,7 +276,7 @@ class ThinPlateCode(Code):
 
     def _build_decoder(self, alive_sorted: np.ndarray):
         knots = self.worker_sites[alive_sorted]
-        return _read_only(thin_plate_map(knots, alive_sorted.size * self.lambda_dec, self.sites))
+        return _read_only(_canonical_map(knots, alive_sorted.size * self.lambda_dec, self.sites))
 
     def _encode(self, X):
         return _arraylib.apply_matrix(self._encoder, X)
@@ -207,9 +288,91 @@ class ThinPlateCode(Code):
         return _arraylib.apply_matrix(self._decoder(alive[order]), Y), {}
 
 
+def _canonical_map(knots: np.ndarray, smoothing: float, targets: np.ndarray) -> np.ndarray:
+    """:func:`thin_plate_map` built on the knots in lexicographic order, its columns put back
+    in the knots' order: which worker carries which site, or which row an input is in, are
+    labels, and must not change even the rounding of an ill-conditioned solve."""
+    canonical = np.lexsort(knots.T[::-1])
+    mapped = thin_plate_map(knots[canonical], smoothing, targets)
+    return np.ascontiguousarray(mapped[:, np.argsort(canonical)])
+
+
 def _read_only(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array
+
+
+def _span(sites: np.ndarray) -> np.ndarray:
+    """``sites`` as they are when they span all ``m`` directions; else their coordinates on
+    the principal axes along which they spread (singular values above ``1e-6`` of the
+    largest; one zero column when all sites are equal). Sites on a line in the plane
+    (inputs on a line; an extension that averages the same two reference points) would
+    leave the thin-plate spline undefined: they get a 1-D layout instead."""
+    centred = sites - sites.mean(axis=0)
+    _, spread, axes = np.linalg.svd(centred, full_matrices=False)
+    keep = spread > _FLAT * spread[0] if spread[0] > 0 else np.arange(spread.size) == 0
+    if keep.size == sites.shape[1] and np.all(keep):
+        return sites
+    return centred @ axes[keep].T
+
+
+def _separate(sites: np.ndarray) -> np.ndarray:
+    """``sites`` of distinct inputs (in [-1, 1]^m, rows in the inputs' lexicographic order)
+    never at one point: an embedding can put two different inputs (nearly) on one point
+    (eigenmaps of a graph that fell apart, one reference neighbour), where no interpolant
+    takes both values. Each cluster of sites within ``1e-6`` of each other is spread around
+    its mean, ``1e-3`` apart (on a segment in 1-D, a circle otherwise), in row order: what
+    :func:`~codedcomputing.layout.arc_positions` does with zero gaps on a line."""
+    count, m = sites.shape
+    close = layout.pairwise_distances(sites) <= _FLAT
+    if count < 2 or np.count_nonzero(close) == count:  # only the diagonal
+        return sites
+    clusters = connected_components(csr_array(close), directed=False)[1]
+    sites = sites.copy()
+    for cluster in np.unique(clusters):
+        members = np.flatnonzero(clusters == cluster)
+        size = members.size
+        if size < 2:
+            continue
+        if m == 1:
+            offsets = (np.arange(size) - (size - 1) / 2)[:, None] * 1e-3
+        else:
+            radius = 1e-3 / (2 * np.sin(np.pi / size)) if size > 2 else 5e-4
+            angle = 2 * np.pi * np.arange(size) / size
+            offsets = np.zeros((size, m))
+            offsets[:, 0], offsets[:, 1] = radius * np.cos(angle), radius * np.sin(angle)
+        sites[members] = sites[members].mean(axis=0) + offsets
+    return sites
+
+
+class _Geometry:
+    """One batch's distances, computed at most once per bind: the ``(K, K)`` matrix
+    (geodesic through the reference when the code has one, else Euclidean) on demand, and
+    the gaps along an order (from the matrix when there is one, else from the consecutive
+    inputs' differences, ``O(K D)``). ``components``: 1 plus the shortest links added to
+    connect the graphs used (:class:`Layout`)."""
+
+    def __init__(self, code: ManifoldGCC, flat: np.ndarray):
+        self._code, self._flat, self._matrix = code, flat, None
+        reference = code._reference
+        self.components = 1 if reference is None else reference.components
+
+    @property
+    def matrix(self) -> np.ndarray:
+        if self._matrix is None:
+            reference = self._code._reference
+            if reference is None:
+                self._matrix = layout.pairwise_distances(self._flat)
+            else:
+                self._matrix, joined = reference.geodesics(self._flat)
+                self.components += joined - 1  # the reference's own links, then the batch's
+        return self._matrix
+
+    def gaps(self, order: np.ndarray) -> np.ndarray:
+        """The ``K - 1`` distances between consecutive inputs of ``order``."""
+        if self._matrix is None and self._code._reference is None:
+            return layout.consecutive_distances(self._flat[order])
+        return self.matrix[order[:-1], order[1:]]
 
 
 class ManifoldGCC(Code):
@@ -240,8 +403,16 @@ class ManifoldGCC(Code):
 
     The bound code is a :class:`~codedcomputing.GCC` with those ``alpha`` (in the batch's
     own row order, so estimates come back in input order) and this code's ``beta``,
-    lambdas and decoder; its :attr:`layout` records the order, the points and the seconds
-    the layout took.
+    lambdas and decoder; its :attr:`layout` records the order, the points, the seconds
+    the layout took and ``components``.
+
+    **Disconnected graphs.** A k-nearest-neighbour graph falls apart when part of the data
+    is nearer itself than anything else (a cluster of near-duplicates of one input, a
+    reference far from the batch): its pieces are joined by their shortest links (a
+    minimum spanning forest of the pieces, :func:`~codedcomputing.layout.join_components`),
+    so geodesics follow the data inside each piece and a straight line between pieces, and
+    the chain visits each piece in one run. ``layout.components`` counts the pieces (1: the
+    graph was connected); nothing else changes, and the bound code keeps every promise.
 
     ``design="thin-plate"`` uses more than one intrinsic dimension instead: the inputs are
     embedded in ``m = dimensions`` coordinates (``embedding="isomap"``: classical MDS of
@@ -253,7 +424,18 @@ class ManifoldGCC(Code):
     path so that neighbouring workers sit close: :func:`~codedcomputing.layout.hull_design`);
     the bound code is a :class:`ThinPlateCode` (thin-plate smoothing splines as encoder
     and decoder; its ``layout`` is a :class:`SiteLayout`, with no ``order``).
-    ``decoding`` does not apply to it; ``lambda_dec`` must be a number.
+    ``decoding`` does not apply to it; ``lambda_dec`` must be a number. Coordinates in which
+    the batch does not spread (inputs on a line, all equal) are dropped, so ``m`` may be
+    smaller than ``dimensions``.
+
+    **Sizes.** Every design but ``"pca"`` and ``"none"`` (without a reference) holds
+    ``K x K`` (or ``K x M``) distances: ``num_inputs`` is at most
+    :data:`~codedcomputing.layout.MAX_POINTS` (10,000) for them and the reference at most as
+    many samples; ``"thin-plate"`` takes at most :data:`MAX_THIN_PLATE_POINTS` (2,000) inputs
+    and workers. Larger sizes raise ``ValueError`` naming the parameter, before anything is
+    allocated. Inputs whose distances would overflow float64 (values near 1e300) raise
+    ``ValueError`` naming ``X``; distances are computed on centred, rescaled inputs, so a
+    common offset (1e7) or a large scale (1e160) costs no accuracy.
 
     ``encode(X)`` binds ``X`` and encodes; ``decode`` needs the layout, so decode with the
     bound code (:class:`~codedcomputing.runtime.CodedExecutor` does).
@@ -269,9 +451,11 @@ class ManifoldGCC(Code):
     Parameters
     ----------
     num_inputs, num_workers : int
-        K >= 1 inputs, N >= 2 workers.
+        K >= 1 inputs, N >= 2 workers (bounded by the design: see Sizes above).
     lambda_enc, lambda_dec, decoding, points, beta
-        As for :class:`~codedcomputing.GCC` (``alpha`` is the layout's).
+        As for :class:`~codedcomputing.GCC` (``alpha`` is the layout's; ``beta`` in worker
+        order, sorted or not: the layout snaps to the sorted points, and relabelling the
+        workers does not change the estimates).
     assignment : {"golden", "natural"}, default "golden"
         As for :class:`~codedcomputing.GCC`, but golden by default: a block of neighbouring
         workers (a rack) then removes points spread over the whole line instead of a run
@@ -342,8 +526,9 @@ class ManifoldGCC(Code):
         beta=None,
         assignment: str = "golden",
     ):
-        super().__init__(num_inputs, num_workers, points=points, beta=beta, assignment=assignment)
         self.design = check_choice(design, "design", DESIGNS)
+        self._check_sizes(num_inputs, num_workers, design, reference)
+        super().__init__(num_inputs, num_workers, points=points, beta=beta, assignment=assignment)
         self.spacing = check_choice(spacing, "spacing", SPACINGS)
         self.neighbours = check_count(neighbours, "neighbours", 1)
         self.dimensions = check_count(dimensions, "dimensions", 1)
@@ -363,10 +548,27 @@ class ManifoldGCC(Code):
         self._reference = None if reference is None else layout.Reference(self.reference, self.neighbours)
 
     @staticmethod
+    def _check_sizes(num_inputs, num_workers, design: str, reference) -> None:
+        """Refuse sizes whose layout would not fit, before anything is allocated."""
+        num_inputs = check_count(num_inputs, "num_inputs", 1)
+        num_workers = check_count(num_workers, "num_workers", 2)
+        if design == "thin-plate":
+            check_count(num_inputs, "num_inputs", 1, MAX_THIN_PLATE_POINTS)
+            check_count(num_workers, "num_workers", 2, MAX_THIN_PLATE_POINTS)
+        if design in ("chain", "spectral") or reference is not None:
+            what = "a reference" if design in ("pca", "none") else f"design={design!r}"
+            if num_inputs > layout.MAX_POINTS:
+                raise ValueError(
+                    f"num_inputs must be at most {layout.MAX_POINTS:,} with {what} (its layout holds "
+                    f"K x K distances), got {num_inputs:,}: design='pca' without a reference scales"
+                )
+
+    @staticmethod
     def _check_reference(reference) -> np.ndarray:
         rows = len(reference) if hasattr(reference, "__len__") else -1
         if rows < 2:
             raise ValueError(f"reference must hold at least 2 samples (M, ...), got {reference!r:.80}")
+        layout.check_size(rows, "reference")
         return _arraylib.to_float64(_arraylib.check_inputs(reference, rows, "reference"))
 
     @property
@@ -385,14 +587,26 @@ class ManifoldGCC(Code):
                 f"X's rows have {flat.shape[1]} values, the reference's {self.reference.shape[1]}: "
                 "reference must hold samples shaped like the inputs"
             )
+        self._check_magnitude(flat)
+        # the layout is computed for the distinct inputs in lexicographic order, so that it
+        # cannot depend on the batch's row order (ties, degenerate spectra) and identical
+        # inputs get one place
+        distinct, inverse = np.unique(flat, axis=0, return_inverse=True)
+        inverse = inverse.ravel()
         if self.design == "thin-plate":
-            return self._bind_sites(flat, start)
-        order = self._order(flat)
+            return self._bind_sites(distinct, inverse, start)
+        geometry = _Geometry(self, distinct)
+        if self.design == "none":
+            order = np.arange(self.num_inputs)
+        else:  # identical inputs next to each other, in row order
+            rank = np.empty(len(distinct), dtype=np.intp)
+            rank[self._order(distinct, geometry)] = np.arange(len(distinct))
+            order = np.argsort(rank[inverse], kind="stable")
         base = make_points(self.points, self.num_inputs, kind="data")
         if self.spacing == "rank" or self.num_inputs < 3:
             sorted_alpha = base
         else:
-            gaps = self._distances(flat, pairs=order)
+            gaps = geometry.gaps(inverse[order])  # 0 between identical inputs
             if self.spacing == "centripetal":  # square roots of the chords (Catmull-Rom's choice)
                 gaps = np.sqrt(gaps)
             sorted_alpha = layout.arc_positions(gaps, base)
@@ -409,50 +623,76 @@ class ManifoldGCC(Code):
             alpha=alpha,
             beta=self.beta,
         )
-        bound.layout = Layout(order=order, alpha=alpha, seconds=time.perf_counter() - start)
-        return bound
-
-    def _bind_sites(self, flat: np.ndarray, start: float) -> ThinPlateCode:
-        k, n = self.num_inputs, self.num_workers
-        m = max(1, min(self.dimensions, k - 1))
-        if k == 1:
-            sites, workers = np.zeros((1, 1)), make_points(self.points, n, kind="workers")[:, None]
-        else:
-            sites = self._embed(flat, m)
-            include = self.systematic and k <= n
-            workers = layout.hull_design(sites, n, include=include)
-        bound = ThinPlateCode(k, n, self.lambda_enc, self.lambda_dec, sites=sites, worker_sites=workers)
-        bound.layout = SiteLayout(
-            sites=bound.sites, worker_sites=bound.worker_sites, seconds=time.perf_counter() - start
+        bound.layout = Layout(
+            order=order, alpha=alpha, seconds=time.perf_counter() - start, components=geometry.components
         )
         return bound
 
-    def _embed(self, flat: np.ndarray, m: int) -> np.ndarray:
-        """The inputs' sites in R^m: Isomap (classical MDS of the distances, geodesic with a
-        reference) or Laplacian eigenmaps (of the batch's graph, or the reference's eigenmap
-        extended to the inputs); signs fixed by the columns' third moments (so that a
+    def _check_magnitude(self, flat: np.ndarray) -> None:
+        """Refuse inputs whose distances could overflow float64 (values near 1e300): every
+        distance is at most ``sqrt(D) (max|x| + max|y|)``."""
+        peak = float(np.max(np.abs(flat), initial=0.0))
+        if self.reference is not None:
+            peak += float(np.max(np.abs(self.reference), initial=0.0))
+        if not np.sqrt(flat.shape[1]) * peak < 1e300:
+            raise ValueError(
+                f"X holds values up to {np.max(np.abs(flat)):.3g}: distances between such inputs "
+                "overflow float64; scale X down (the layout does not depend on X's scale)"
+            )
+
+    def _bind_sites(self, distinct: np.ndarray, inverse: np.ndarray, start: float) -> ThinPlateCode:
+        k, n, count = self.num_inputs, self.num_workers, len(distinct)
+        m = max(1, min(self.dimensions, count - 1))
+        components = 1
+        if count == 1:  # one input, or all equal: every site at 0, the workers on a line
+            sites, workers = np.zeros((k, 1)), make_points(self.points, n, kind="workers")[:, None]
+        else:
+            distinct_sites, components = self._embed(distinct, m)
+            include = self.systematic and count <= n
+            workers = layout.hull_design(distinct_sites, n, include=include)
+            sites = distinct_sites[inverse]  # identical inputs share their site
+        bound = ThinPlateCode(k, n, self.lambda_enc, self.lambda_dec, sites=sites, worker_sites=workers)
+        bound.layout = SiteLayout(
+            sites=bound.sites,
+            worker_sites=bound.worker_sites,
+            seconds=time.perf_counter() - start,
+            components=components,
+        )
+        return bound
+
+    def _embed(self, flat: np.ndarray, m: int) -> tuple[np.ndarray, int]:
+        """``(sites, components)``: the distinct inputs' sites in R^m, Isomap (classical MDS of the
+        distances, geodesic with a reference) or Laplacian eigenmaps (of the batch's graph,
+        or the reference's eigenmap extended to the inputs); directions with no spread
+        dropped (:func:`_span`); signs fixed by the columns' third moments (so that a
         permuted batch gets the permuted sites), scaled into [-1, 1]^m with the aspect kept."""
+        components = 1 if self._reference is None else self._reference.components
         if self.embedding == "isomap":
-            sites = layout.mds_embedding(self._distances(flat), m)
+            geometry = _Geometry(self, flat)
+            sites, components = layout.mds_embedding(geometry.matrix, m), geometry.components
         elif self._reference is not None:
             sites = self._reference.embedding_of(flat, m)
         elif flat.shape[0] >= m + 2:
-            sites = layout.spectral_embedding(
-                layout.knn_graph(layout.pairwise_distances(flat), self.neighbours), m
+            distances = layout.pairwise_distances(flat)
+            graph, components = layout.join_components(
+                layout.knn_graph(distances, self.neighbours, join=False), distances
             )
+            sites = layout.spectral_embedding(graph, m)
         else:  # too few inputs for m non-trivial eigenvectors
             sites = layout.mds_embedding(layout.pairwise_distances(flat), m)
+        sites = _span(sites)
         sites = sites - (sites.max(axis=0) + sites.min(axis=0)) / 2
-        sites = sites * np.where(np.sum(sites**3, axis=0) < 0, -1.0, 1.0)
         extent = float(np.max(np.abs(sites)))
-        return sites / extent if extent > 0 else sites
+        sites = sites / extent if extent > 0 else sites  # before the cubes: no overflow
+        sites = sites * np.where(np.sum(sites**3, axis=0) < 0, -1.0, 1.0)
+        return _separate(sites), components
 
-    def _order(self, flat: np.ndarray) -> np.ndarray:
+    def _order(self, flat: np.ndarray, geometry: _Geometry) -> np.ndarray:
         k = flat.shape[0]
         if self.design == "none" or k < 3:
             return np.arange(k)
         if self.design == "chain":
-            return layout.chain_order(self._distances(flat))
+            return layout.chain_order(geometry.matrix)
         if self.design == "pca":
             centred = flat - flat.mean(axis=0)
             first = layout.first_principal_axis(centred)
@@ -460,20 +700,13 @@ class ManifoldGCC(Code):
         if self._reference is not None:
             coordinate = self._reference.coordinate_of(flat)
         else:
-            coordinate = layout.spectral_coordinate(
-                layout.knn_graph(layout.pairwise_distances(flat), self.neighbours)
+            distances = layout.pairwise_distances(flat)
+            graph, components = layout.join_components(
+                layout.knn_graph(distances, self.neighbours, join=False), distances
             )
+            geometry.components = components
+            coordinate = layout.spectral_coordinate(graph)
         return np.argsort(coordinate, kind="stable")
-
-    def _distances(self, flat: np.ndarray, pairs: np.ndarray | None = None) -> np.ndarray:
-        """The inputs' distance matrix (geodesic with a reference), or, with ``pairs`` (an
-        order), the ``K - 1`` distances between consecutive inputs of it."""
-        full = (
-            self._reference.geodesic_distances(flat)
-            if self._reference is not None
-            else layout.pairwise_distances(flat)
-        )
-        return full if pairs is None else full[pairs[:-1], pairs[1:]]
 
     def _encode(self, X):
         return self.bind(X).encode(X)
