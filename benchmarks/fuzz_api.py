@@ -84,7 +84,7 @@ def run(argv: list[str] | None = None) -> int:
     if args.show_case is not None:
         case = case_for(args.show_case, args.seed, names, args.p_perturb)
         outcome, detail = fz.classify(case, args.time_limit)
-        print(f"case {args.show_case}: {case!r}\noutcome: {outcome}\ndetail: {detail}")
+        print(f"case {args.show_case}: {case.describe(2000)}\noutcome: {outcome}\ndetail: {detail}")
         if detail.warnings:
             print("warnings:", *detail.warnings, sep="\n  ")
         return 0

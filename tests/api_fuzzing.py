@@ -373,8 +373,12 @@ class Case:
         return {k: v for k, v in self.kwargs.items() if not k.startswith("_") and v is not OMIT}
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={short(v)}" for k, v in self.public_kwargs().items())
-        context = ", ".join(f"{k[1:]}={short(v)}" for k, v in self.kwargs.items() if k.startswith("_"))
+        return self.describe()
+
+    def describe(self, limit: int = 80) -> str:
+        """The call, each value shown in at most ``limit`` characters (arrays by shape)."""
+        args = ", ".join(f"{k}={short(v, limit)}" for k, v in self.public_kwargs().items())
+        context = ", ".join(f"{k[1:]}={short(v, limit)}" for k, v in self.kwargs.items() if k.startswith("_"))
         text = f"{self.name}({args})"
         if context:
             text += f" on {context}"
