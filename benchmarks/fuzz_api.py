@@ -113,11 +113,11 @@ def run(argv: list[str] | None = None) -> int:
         by_callable[case.name][outcome] += 1
         key = (case.name, case.perturbed or "-", outcome)
         if outcome not in GOOD:
-            groups[key].append((index, case.label or "", str(detail)))
+            groups[key].append((index, case.label or "", " ".join(str(detail).split())))
             if args.reproducers:
                 text = repr(case)
                 if key not in shortest or len(text) < shortest[key][0]:
-                    shortest[key] = (len(text), index, text, str(detail))
+                    shortest[key] = (len(text), index, text, " ".join(str(detail).split()))
         if detail.numpy_warnings:
             warned[key].append((index, case.label or "", "; ".join(detail.numpy_warnings[:2])))
         if (index + 1) % 1000 == 0:
