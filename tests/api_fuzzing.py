@@ -437,7 +437,7 @@ def _short(value, depth: int) -> str:
         return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
     if callable(value) and hasattr(value, "__name__") and not isinstance(value, type):
         return value.__name__
-    return repr(value)
+    return " ".join(repr(value).split())  # on one line (a sparse matrix's repr spans two)
 
 
 def _shape(x) -> tuple:
