@@ -7,9 +7,10 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 
-from codedcomputing.experiments import gradient_coding
-from codedcomputing.reproduce.claims import claims_of
+from codedcomputing.experiments import EXPERIMENTS, gradient_coding
+from codedcomputing.reproduce.claims import CLAIMS, claims_of
 
 
 def one(claims, start):
@@ -217,3 +218,87 @@ def test_the_ordering_claim_treats_pairs_within_five_percent_on_the_simulated_cl
     assert one(claims_of("gradient-coding", rows), "The simulated clock orders").held is True  # still a tie
     rows = training_rows({**SECONDS, "is-gc": 6.0}) + training_rows({**SECONDS, "is-gc": 4.9}, backend="ray")
     assert one(claims_of("gradient-coding", rows), "The simulated clock orders").held is False  # 20% apart
+
+
+# -- every claim is reported: "not measured", with what is missing, when the rows lack it -----------
+
+
+@pytest.mark.parametrize("name", list(CLAIMS))
+def test_with_its_configuration_every_claim_is_there_even_without_rows(name):
+    module = EXPERIMENTS[name]
+    for config in (module.QUICK, module.Config()):
+        claims = claims_of(name, [], config)
+        assert claims and all(c.verdict == "not measured" and c.measured for c in claims)
+        assert len({(c.claim, c.setting) for c in claims}) == len(claims)  # each told apart in the report
+
+
+def test_a_network_without_rows_is_not_measured_beside_the_one_measured():
+    rows = [
+        {
+            "model": "lenet5",
+            "scheme": scheme,
+            "num_inputs": 10,
+            "num_workers": 50,
+            "num_stragglers": s,
+            "trial": 0,
+            "mse": 2.0 if scheme == "bacc" else 1.0,
+        }
+        for scheme in ("gcc", "bacc")
+        for s in (0, 5)
+    ]
+    config = EXPERIMENTS["stragglers"].QUICK
+    lenet, vit = claims_of("stragglers", rows, config)
+    assert lenet.held is True and "(lenet5)" in lenet.claim
+    assert vit.held is None and "(vit)" in vit.claim and vit.measured == "no vit rows"
+    assert [c.claim for c in claims_of("stragglers", rows)] == [lenet.claim]  # no config: what the rows hold
+
+
+def test_rates_without_bernoulli_rows_says_so_for_each_p():
+    rows = [
+        {
+            "scheme": scheme,
+            "panel": "worst-case",
+            "num_inputs": 10,
+            "num_workers": n,
+            "num_stragglers": 2,
+            "p": "",
+            "trial": 0,
+            "mse": float(n) ** (-3.0 if scheme == "gcc" else -2.0),
+        }
+        for scheme in ("gcc", "bacc")
+        for n in (20, 40, 80)
+    ]
+    config = EXPERIMENTS["rates"].QUICK
+    claims = claims_of("rates", rows, config)
+    assert len(claims) == 2 + len(config.probabilities)
+    assert [c.held for c in claims[:2]] == [True, True]
+    assert [c.measured for c in claims[2:]] == [
+        f"no GCC curve at p = {p:g} over 2 or more N" for p in config.probabilities
+    ]
+    one_size = [row for row in rows if row["num_workers"] == 20]  # no slope can be fitted
+    assert [c.measured for c in claims_of("rates", one_size, config)[:2]] == [
+        "no worst-case GCC curve over 2 or more N"
+    ] * 2
+
+
+def test_polynomial_rows_cut_before_the_threshold_leave_the_second_claim_not_measured():
+    rows = [
+        {
+            "scheme": scheme,
+            "num_inputs": 3,
+            "num_workers": 12,
+            "recovery_threshold": 7,
+            "num_stragglers": s,
+            "trial": 0,
+            "mse": 1e-20 if scheme == "lcc" else 1.0,
+        }
+        for s in range(4)
+        for scheme in ("lcc", "gcc")
+    ]
+    exact, beyond = claims_of("polynomial", rows)
+    assert exact.held is True
+    assert beyond.held is None and beyond.measured == "no LCC rows with S > 5"
+    rows[0]["mse"] = "abc"  # a cell no run writes: that claim says so, none is lost
+    exact, beyond = claims_of("polynomial", rows)
+    assert exact.held is None and exact.measured.startswith("rows unreadable: ValueError")
+    assert beyond.held is None

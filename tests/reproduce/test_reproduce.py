@@ -15,7 +15,7 @@ from codedcomputing.cli import app
 from codedcomputing.experiments import EXPERIMENTS
 from codedcomputing.experiments.records import read_csv
 from codedcomputing.reproduce import PAPERS, reproduce
-from codedcomputing.reproduce.claims import CLAIMS
+from codedcomputing.reproduce.claims import CLAIMS, claims_of
 
 runner = CliRunner()
 WIDE = {"COLUMNS": "200"}
@@ -93,6 +93,11 @@ def test_the_claim_table_matches_the_csvs(quick_run):
     # the summary line counts the table's verdicts
     held = sum(row[3] == "held" for row in claims)
     assert f"{held} held" in report.splitlines()[2]
+    # the configuration, not the rows, says which claims there are
+    expected = [
+        c.claim for name in ("polynomial", "rates") for c in claims_of(name, [], EXPERIMENTS[name].QUICK)
+    ]
+    assert [row[0] for row in claims] == expected
 
 
 @pytest.mark.slow  # runs the quick experiments
@@ -150,7 +155,10 @@ def test_a_failing_experiment_is_reported_and_the_others_go_on(tmp_path, monkeyp
     assert "RuntimeError: the model cache is unreadable" in report
     assert "| rates | failed |" in report and "| polynomial | ran |" in report
     assert not (tmp_path / "rates.run.json").exists()  # so the next run retries it
-    assert len(claim_rows(report)) == 2  # polynomial's claims are still checked
+    claims = claim_rows(report)  # polynomial's claims are still checked; rates' are there, not measured
+    assert len(claims) == 2 + 2 + len(EXPERIMENTS["rates"].QUICK.probabilities)
+    not_measured = [row for row in claims if row[3] == "not measured"]
+    assert len(not_measured) >= 5 and all(row[1] == "the experiment failed" for row in not_measured[-5:])
 
 
 def test_unknown_experiments_are_refused_naming_the_option(tmp_path):

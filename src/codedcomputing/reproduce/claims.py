@@ -12,6 +12,7 @@ the theory's plus 0.2 (the resolution of a log-log fit over a few sizes).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -97,70 +98,135 @@ def _fmt(value: float) -> str:
     return f"{value:.3g}"
 
 
-def _unmeasured(paper, experiment, claim, why) -> Claim:
-    return Claim(paper, experiment, claim, why, "", None)
+class Unmeasured(Exception):
+    """Raised while measuring a claim whose rows lack what it needs; the message says what."""
 
 
-def stragglers_claims(rows: list[dict]) -> list[Claim]:
-    """Fig. 2: GCC's mean MSE below BACC's at every S, per network."""
-    mse = means(rows, ("model", "scheme", "num_stragglers"), "mse")
-    out = []
-    for model in dict.fromkeys(row["model"] for row in rows):
-        s_values = sorted({s for m, scheme, s in mse if m == model and scheme == "gcc"})
-        ratios = {s: mse[(model, "bacc", s)] / mse[(model, "gcc", s)] for s in s_values}
+def _claim(paper: str, experiment: str, claim: str, measure: Callable[[], tuple], where: str = "") -> Claim:
+    """The claim as ``measure()``, which returns ``(measured, setting, held)``, finds it; "not
+    measured" when the rows lack what it needs, with what they lack as the measured text and
+    ``where`` (the setting the claim is about) as its setting. A claim is never left out."""
+    try:
+        measured, setting, held = measure()
+    except Unmeasured as why:
+        return Claim(paper, experiment, claim, str(why), where, None)
+    except Exception as err:  # rows unlike the experiment's: said in the report, not raised
+        return Claim(paper, experiment, claim, f"rows unreadable: {type(err).__name__}: {err}", where, None)
+    return Claim(paper, experiment, claim, measured, setting, held)
+
+
+def _need(table: dict, key, what: str):
+    """``table[key]``, or :class:`Unmeasured` saying that there are no ``what`` rows."""
+    try:
+        return table[key]
+    except KeyError:
+        raise Unmeasured(f"no {what} rows") from None
+
+
+def _present(rows: list[dict], value: Callable[[dict], object]) -> list:
+    """The distinct ``value(row)`` over the rows, in order, skipping rows it cannot read."""
+    found = {}
+    for row in rows:
+        try:
+            found[value(row)] = None
+        except (KeyError, TypeError, ValueError):
+            continue
+    return list(found)
+
+
+def _some(rows: list[dict]) -> list[dict]:
+    if not rows:
+        raise Unmeasured("no rows")
+    return rows
+
+
+def stragglers_claims(rows: list[dict], config=None) -> list[Claim]:
+    """Fig. 2: GCC's mean MSE below BACC's at every S, per network (``config.models``, or the
+    networks in the rows)."""
+    model_names = config.models if config is not None else _present(rows, lambda row: row["model"])
+
+    def measure(model):
+        mine = [row for row in rows if row.get("model") == model]
+        if not mine:
+            raise Unmeasured(f"no {model} rows")
+        mse = means(mine, ("scheme", "num_stragglers"), "mse")
+        s_values = sorted({s for scheme, s in mse if scheme == "gcc"})
+        if not s_values:
+            raise Unmeasured(f"no GCC rows for {model}")
+        ratios = {s: _need(mse, ("bacc", s), f"BACC S = {s}") / mse[("gcc", s)] for s in s_values}
         worst = min(ratios, key=ratios.get)
-        trials = len({row["trial"] for row in rows})
-        out.append(
-            Claim(
-                "gcc",
-                "stragglers",
-                f"GCC's mean MSE is below BACC's at every number of stragglers ({model}).",
-                f"BACC / GCC mean MSE >= {_fmt(ratios[worst])} (lowest at S = {worst}); "
-                f"above 1 at {sum(r > 1 for r in ratios.values())} of {len(ratios)} S",
-                f"K = {rows[0]['num_inputs']}, N = {rows[0]['num_workers']}, S = "
-                f"{', '.join(map(str, s_values))}, {trials} trials",
-                all(r > 1 for r in ratios.values()),
-            )
+        first = next(row for row in mine if row["scheme"] == "gcc")
+        trials = len({row["trial"] for row in mine})
+        return (
+            f"BACC / GCC mean MSE >= {_fmt(ratios[worst])} (lowest at S = {worst}); "
+            f"above 1 at {sum(r > 1 for r in ratios.values())} of {len(ratios)} S",
+            f"K = {first['num_inputs']}, N = {first['num_workers']}, S = "
+            f"{', '.join(map(str, s_values))}, {trials} trials",
+            all(r > 1 for r in ratios.values()),
         )
-    return out
+
+    return [
+        _claim(
+            "gcc",
+            "stragglers",
+            f"GCC's mean MSE is below BACC's at every number of stragglers ({model}).",
+            lambda model=model: measure(model),
+            str(model),
+        )
+        for model in model_names
+    ]
 
 
-def polynomial_claims(rows: list[dict]) -> list[Claim]:
+def polynomial_claims(rows: list[dict], config=None) -> list[Claim]:
     """Fig. 3: LCC exact up to its threshold and unstable beyond it, where GCC is not."""
-    mse = means(rows, ("scheme", "num_stragglers"), "mse")
-    n, threshold = rows[0]["num_workers"], rows[0]["recovery_threshold"]
-    last_exact = n - threshold
-    s_values = sorted({s for scheme, s in mse if scheme == "lcc"})
-    exact = [s for s in s_values if s <= last_exact]
-    beyond = [s for s in s_values if s > last_exact]
-    setting = f"K = {rows[0]['num_inputs']}, N = {n}, LCC's threshold {threshold} results"
-    out = []
-    if exact:
+
+    def grid():
+        first = _some(rows)[0]
+        mse = means(rows, ("scheme", "num_stragglers"), "mse")
+        n, threshold = first["num_workers"], first["recovery_threshold"]
+        s_values = sorted({s for scheme, s in mse if scheme == "lcc"})
+        setting = f"K = {first['num_inputs']}, N = {n}, LCC's threshold {threshold} results"
+        return mse, n - threshold, s_values, setting
+
+    def exact():
+        mse, last_exact, s_values, setting = grid()
+        exact = [s for s in s_values if s <= last_exact]
+        if not exact:
+            raise Unmeasured(f"no LCC rows with S <= {last_exact}")
         worst = max(mse[("lcc", s)] for s in exact)
-        out.append(
-            Claim(
-                "gcc",
-                "polynomial",
-                "LCC recovers the polynomial exactly (MSE below 1e-10) while at most N minus its "
-                "recovery threshold workers straggle.",
-                f"LCC's largest mean MSE for S <= {last_exact}: {_fmt(worst)}",
-                setting + f", S = {exact[0]}..{exact[-1]}",
-                worst < 1e-10,
-            )
+        return (
+            f"LCC's largest mean MSE for S <= {last_exact}: {_fmt(worst)}",
+            setting + f", S = {exact[0]}..{exact[-1]}",
+            worst < 1e-10,
         )
-    if beyond:
-        ratios = [mse[("lcc", s)] / mse[("gcc", s)] for s in beyond]
-        out.append(
-            Claim(
-                "gcc",
-                "polynomial",
-                "Beyond LCC's recovery threshold GCC's mean MSE is below LCC's at every S.",
-                f"LCC / GCC mean MSE >= {_fmt(min(ratios))} (median {_fmt(float(np.median(ratios)))})",
-                setting + f", S = {beyond[0]}..{beyond[-1]}",
-                min(ratios) > 1,
-            )
+
+    def beyond():
+        mse, last_exact, s_values, setting = grid()
+        beyond = [s for s in s_values if s > last_exact]
+        if not beyond:
+            raise Unmeasured(f"no LCC rows with S > {last_exact}")
+        ratios = [mse[("lcc", s)] / _need(mse, ("gcc", s), f"GCC S = {s}") for s in beyond]
+        return (
+            f"LCC / GCC mean MSE >= {_fmt(min(ratios))} (median {_fmt(float(np.median(ratios)))})",
+            setting + f", S = {beyond[0]}..{beyond[-1]}",
+            min(ratios) > 1,
         )
-    return out or [_unmeasured("gcc", "polynomial", "LCC's threshold", "no LCC rows")]
+
+    return [
+        _claim(
+            "gcc",
+            "polynomial",
+            "LCC recovers the polynomial exactly (MSE below 1e-10) while at most N minus its "
+            "recovery threshold workers straggle.",
+            exact,
+        ),
+        _claim(
+            "gcc",
+            "polynomial",
+            "Beyond LCC's recovery threshold GCC's mean MSE is below LCC's at every S.",
+            beyond,
+        ),
+    ]
 
 
 def _theory_slope(n_values, p) -> float:
@@ -171,131 +237,192 @@ def _theory_slope(n_values, p) -> float:
     return float(np.polyfit(np.log(n), np.log(curve), 1)[0])
 
 
-def rates_claims(rows: list[dict]) -> list[Claim]:
-    """Fig. 4: the worst-case rate N^-3, GCC faster than BACC, and the probabilistic rate."""
-    slopes = rates.fit_slopes(rows)
-    n_values = sorted({row["num_workers"] for row in rows})
-    grid = f"N = {n_values[0]}..{n_values[-1]} ({len(n_values)} sizes), K = {rows[0]['num_inputs']}"
-    worst = {row["scheme"]: row for row in slopes if row["panel"] == rates.WORST}
-    out = []
-    if "gcc" in worst:
-        slope = worst["gcc"]["slope"]
-        s = worst["gcc"]["num_stragglers"]
-        out.append(
-            Claim(
-                "gcc",
-                "rates",
-                f"With at most S stragglers GCC's MSE decays at least as N^-3: its fitted log-log "
-                f"slope is at most -3 + {SLOPE_TOLERANCE}.",
-                f"slope {slope:.2f}",
-                grid + f", S = {s} contiguous stragglers",
-                slope <= -3.0 + SLOPE_TOLERANCE,
-            )
+def rates_claims(rows: list[dict], config=None) -> list[Claim]:
+    """Fig. 4: the worst-case rate N^-3, GCC faster than BACC, and the probabilistic rate for
+    each p (``config.probabilities``, or the p in the rows)."""
+    if config is not None:
+        probabilities = list(config.probabilities)
+    else:
+        bernoulli = [
+            row for row in rows if row.get("panel") == rates.BERNOULLI and row.get("scheme") == "gcc"
+        ]
+        probabilities = sorted(p for p in _present(bernoulli, lambda row: row["p"]) if isinstance(p, float))
+
+    @functools.cache
+    def fitted():
+        n_values = sorted({row["num_workers"] for row in _some(rows)})
+        grid = f"N = {n_values[0]}..{n_values[-1]} ({len(n_values)} sizes), K = {rows[0]['num_inputs']}"
+        slopes = rates.fit_slopes(rows)
+        worst = {row["scheme"]: row for row in slopes if row["panel"] == rates.WORST}
+        return slopes, worst, n_values, grid
+
+    def worst_curve(scheme):
+        worst = fitted()[1]
+        if scheme not in worst:
+            raise Unmeasured(f"no worst-case {scheme.upper()} curve over 2 or more N")
+        return worst[scheme]
+
+    def rate():
+        gcc = worst_curve("gcc")
+        return (
+            f"slope {gcc['slope']:.2f}",
+            fitted()[3] + f", S = {gcc['num_stragglers']} contiguous stragglers",
+            gcc["slope"] <= -3.0 + SLOPE_TOLERANCE,
         )
-    if "gcc" in worst and "bacc" in worst:
-        g, b = worst["gcc"]["slope"], worst["bacc"]["slope"]
-        out.append(
-            Claim(
-                "gcc",
-                "rates",
-                "Under worst-case stragglers GCC's MSE decays faster in N than BACC's.",
-                f"slopes GCC {g:.2f}, BACC {b:.2f}",
-                grid,
-                g < b,
-            )
+
+    def faster():
+        g, b = worst_curve("gcc")["slope"], worst_curve("bacc")["slope"]
+        return f"slopes GCC {g:.2f}, BACC {b:.2f}", fitted()[3], g < b
+
+    def probabilistic(p):
+        slopes, _, n_values, grid = fitted()
+        row = next(
+            (r for r in slopes if r["panel"] != rates.WORST and r["scheme"] == "gcc" and r["p"] == p), None
         )
-    for row in slopes:
-        if row["panel"] == rates.WORST or row["scheme"] != "gcc":
-            continue
-        p = float(row["p"])
+        if row is None:
+            raise Unmeasured(f"no GCC curve at p = {p:g} over 2 or more N")
         theory = _theory_slope(n_values, p)
-        out.append(
-            Claim(
+        return (
+            f"slope {row['slope']:.2f} (the curve's {theory:.2f})",
+            grid,
+            row["slope"] <= theory + SLOPE_TOLERANCE,
+        )
+
+    return [
+        _claim(
+            "gcc",
+            "rates",
+            f"With at most S stragglers GCC's MSE decays at least as N^-3: its fitted log-log "
+            f"slope is at most -3 + {SLOPE_TOLERANCE}.",
+            rate,
+        ),
+        _claim(
+            "gcc", "rates", "Under worst-case stragglers GCC's MSE decays faster in N than BACC's.", faster
+        ),
+        *(
+            _claim(
                 "gcc",
                 "rates",
                 f"With each worker straggling with probability p = {p:g}, GCC's MSE decays at least "
                 f"as log_(1/p)(N)^3 N^-3: its fitted slope is at most that curve's over the same N "
                 f"plus {SLOPE_TOLERANCE}.",
-                f"slope {row['slope']:.2f} (the curve's {theory:.2f})",
-                grid,
-                row["slope"] <= theory + SLOPE_TOLERANCE,
+                lambda p=p: probabilistic(p),
             )
-        )
-    return out
+            for p in probabilities
+        ),
+    ]
 
 
-def latency_claims(rows: list[dict]) -> list[Claim]:
-    """Waiting for the fastest workers cuts the tail: GCC's p99 below uncoded's."""
+def latency_claims(rows: list[dict], config=None) -> list[Claim]:
+    """Waiting for the fastest workers cuts the tail: GCC's p99 below uncoded's, per backend,
+    delay model and S (those ``config`` runs, or those in the rows)."""
     from ..experiments import latency
 
-    stats = latency.percentiles(rows)
-    out = []
-    for (backend, delay, name), value in stats.items():
-        uncoded = stats.get((backend, delay, "uncoded"))
-        if not name.startswith("gcc ") or uncoded is None:
-            continue
-        ratio = value["p99"] / uncoded["p99"]
-        out.append(
-            Claim(
-                "gcc",
-                "latency",
-                f"Waiting only for the fastest N - S workers, GCC's p99 latency ({name}) is below "
-                "uncoded computation's, which waits for all K.",
-                f"p99 {value['p99'] * 1e3:.0f} ms against {uncoded['p99'] * 1e3:.0f} ms ({ratio:.2f}x); "
-                f"relative accuracy {value['rel_acc']:.3f}",
-                f"{backend} backend, {delay} delays, {value['trials']} calls",
-                ratio < 1,
-            )
+    if config is not None:
+        settings = [
+            (backend, delay, f"gcc S={s}")
+            for backend in config.backends
+            for delay in (latency.DELAY_MODELS if backend == "simulated" else config.delay_models)
+            for s in (config.sim_stragglers if backend == "simulated" else config.stragglers)
+        ]
+    else:
+        settings = _present(
+            [row for row in rows if row.get("scheme") == "gcc"],
+            lambda row: (row["backend"], row["delay_model"], latency.label(row)),
         )
-    return out
+
+    @functools.cache
+    def stats():
+        return latency.percentiles(rows)
+
+    def measure(backend, delay, name):
+        value = _need(stats(), (backend, delay, name), f"{name} {backend} {delay}")
+        uncoded = _need(stats(), (backend, delay, "uncoded"), f"uncoded {backend} {delay}")
+        ratio = value["p99"] / uncoded["p99"]
+        return (
+            f"p99 {value['p99'] * 1e3:.0f} ms against {uncoded['p99'] * 1e3:.0f} ms ({ratio:.2f}x); "
+            f"relative accuracy {value['rel_acc']:.3f}",
+            f"{backend} backend, {delay} delays, {value['trials']} calls",
+            ratio < 1,
+        )
+
+    return [
+        _claim(
+            "gcc",
+            "latency",
+            f"Waiting only for the fastest N - S workers, GCC's p99 latency ({name}) is below "
+            "uncoded computation's, which waits for all K.",
+            lambda setting=(backend, delay, name): measure(*setting),
+            f"{backend} backend, {delay} delays",
+        )
+        for backend, delay, name in settings
+    ]
 
 
-def manifold_claims(rows: list[dict]) -> list[Claim]:
-    """Manifold-aware encoding below standard GCC's MSE under stragglers, consistently."""
+def manifold_claims(rows: list[dict], config=None) -> list[Claim]:
+    """Manifold-aware encoding below standard GCC's MSE under stragglers, consistently, per
+    task (``config.tasks``, or the tasks in the rows)."""
+    tasks = config.tasks if config is not None else _present(rows, lambda row: row["task"])
     keys = ("task", "num_inputs", "pattern", "scheme", "num_stragglers")
-    mse = means(rows, keys, "mse")
-    out = []
-    for task in dict.fromkeys(row["task"] for row in rows):
+
+    @functools.cache
+    def mse():
+        return means(rows, keys, "mse")
+
+    def measure(task):
+        table = mse()
         ratios = {
-            (k, pattern, s): mse[(t, k, pattern, "manifold-gcc", s)] / mse[(t, k, pattern, "gcc", s)]
-            for (t, k, pattern, scheme, s) in mse
-            if t == task and scheme == "gcc" and (t, k, pattern, "manifold-gcc", s) in mse
+            (k, pattern, s): table[(t, k, pattern, "manifold-gcc", s)] / table[(t, k, pattern, "gcc", s)]
+            for (t, k, pattern, scheme, s) in table
+            if t == task and scheme == "gcc" and (t, k, pattern, "manifold-gcc", s) in table
         }
         if not ratios:
-            continue
+            raise Unmeasured(f"no {task} rows of both GCC and ManifoldGCC at one setting")
         worst = max(ratios, key=ratios.get)
         ks = sorted({k for k, _, _ in ratios})
         patterns = sorted({p for _, p, _ in ratios})
-        out.append(
-            Claim(
-                "manifold",
-                "manifold",
-                f"Manifold-aware encoding gives a lower mean MSE than standard GCC under stragglers "
-                f"({task}), in every setting.",
-                f"ManifoldGCC / GCC mean MSE <= {_fmt(ratios[worst])} (highest at K = {worst[0]}, "
-                f"{worst[1]}, S = {worst[2]}); below 1 in {sum(r < 1 for r in ratios.values())} of "
-                f"{len(ratios)} settings",
-                f"K = {', '.join(map(str, ks))}, N = 5K, {', '.join(patterns)} stragglers",
-                all(r < 1 for r in ratios.values()),
-            )
+        return (
+            f"ManifoldGCC / GCC mean MSE <= {_fmt(ratios[worst])} (highest at K = {worst[0]}, "
+            f"{worst[1]}, S = {worst[2]}); below 1 in {sum(r < 1 for r in ratios.values())} of "
+            f"{len(ratios)} settings",
+            f"K = {', '.join(map(str, ks))}, N = 5K, {', '.join(patterns)} stragglers",
+            all(r < 1 for r in ratios.values()),
         )
-    return out
+
+    return [
+        _claim(
+            "manifold",
+            "manifold",
+            f"Manifold-aware encoding gives a lower mean MSE than standard GCC under stragglers "
+            f"({task}), in every setting.",
+            lambda task=task: measure(task),
+            str(task),
+        )
+        for task in tasks
+    ]
 
 
-def adversarial_claims(rows: list[dict]) -> list[Claim]:
+def adversarial_claims(rows: list[dict], config=None) -> list[Claim]:
     """The (q/N)^(6/5) rate, the error vanishing for sublinear q, and the master's cost
-    against an error-locating decoder."""
-    slopes = adversarial.fit_slopes(rows)
-    n_values = sorted({row["num_workers"] for row in rows if row["exponent"] != ""})
-    grid = f"N = {n_values[0]}..{n_values[-1]}, q = ceil(N^a)" if n_values else ""
-    out = []
-    for scheme, who in (
-        ("robust-gcc", "the published squared-loss decoder"),
-        ("robust-gcc-tukey", "this library's Tukey decoder"),
-    ):
+    against an error-locating decoder (per function of the goal setting: ``config.functions``
+    when it runs the goal, or the functions of the goal rows)."""
+    if config is not None:
+        functions = list(config.functions) if config.goal else []
+    else:
+        functions = _present([row for row in rows if row.get("exponent") == ""], lambda row: row["function"])
+
+    @functools.cache
+    def fitted():
+        slopes = adversarial.fit_slopes(rows)
+        n_values = sorted({row["num_workers"] for row in rows if row["exponent"] != ""})
+        grid = f"N = {n_values[0]}..{n_values[-1]}, q = ceil(N^a)" if n_values else ""
+        return slopes, grid
+
+    def rate(scheme):
+        slopes, grid = fitted()
         mine = [row for row in slopes if row["scheme"] == scheme]
         if not mine:
-            continue
+            raise Unmeasured(f"no {scheme} curve over 2 or more N")
         within = [row for row in mine if row["slope"] <= row["theory"] + SLOPE_TOLERANCE]
         misses = sorted(
             (row for row in mine if row not in within), key=lambda r: r["slope"] - r["theory"], reverse=True
@@ -306,147 +433,210 @@ def adversarial_claims(rows: list[dict]) -> list[Claim]:
             if misses
             else ""
         )
-        out.append(
-            Claim(
-                "robust",
-                "adversarial",
-                f"With q = N^a adversaries the error of robust GCC ({who}) decays as (q/N)^(6/5): "
-                f"every fitted slope is at most (6/5)(a - 1) + {SLOPE_TOLERANCE}.",
-                f"{len(within)} of {len(mine)} (function, attack, a) curves{miss}",
-                grid + f", attacks {', '.join(sorted({r['attack'] for r in mine}))}",
-                len(within) == len(mine),
-            )
+        return (
+            f"{len(within)} of {len(mine)} (function, attack, a) curves{miss}",
+            grid + f", attacks {', '.join(sorted({r['attack'] for r in mine}))}",
+            len(within) == len(mine),
         )
-    published = [row for row in slopes if row["scheme"] == "robust-gcc" and row["exponent"] < 1]
-    if published:
-        steepest_flat = max(published, key=lambda r: r["slope"])
-        out.append(
-            Claim(
-                "robust",
-                "adversarial",
-                "The error vanishes as N grows whenever q grows sublinearly (a < 1): every fitted "
-                "slope of the published decoder is negative.",
-                f"{sum(r['slope'] < 0 for r in published)} of {len(published)} slopes negative; "
-                f"the flattest {steepest_flat['slope']:.2f}",
-                grid,
-                all(r["slope"] < 0 for r in published),
-            )
+
+    def vanishing():
+        slopes, grid = fitted()
+        published = [row for row in slopes if row["scheme"] == "robust-gcc" and row["exponent"] < 1]
+        if not published:
+            raise Unmeasured("no robust-gcc curve with a < 1 over 2 or more N")
+        flattest = max(published, key=lambda r: r["slope"])
+        return (
+            f"{sum(r['slope'] < 0 for r in published)} of {len(published)} slopes negative; "
+            f"the flattest {flattest['slope']:.2f}",
+            grid,
+            all(r["slope"] < 0 for r in published),
         )
-    goal = adversarial.goal_table(rows)
-    for function in dict.fromkeys(f for f, *_ in goal):
-        cells = {scheme: (m, ms) for f, scheme, m, ms in goal if f == function}
-        if "approxifer" not in cells or "robust-gcc" not in cells:
-            continue
-        ratio = cells["robust-gcc"][1] / cells["approxifer"][1]
-        out.append(
-            Claim(
-                "robust",
-                "adversarial",
-                f"Robust GCC locates no one, so its master-side decode costs less than the "
-                f"error-locating ApproxIFER's ({function}).",
-                f"median decode {cells['robust-gcc'][1]:.3g} ms against {cells['approxifer'][1]:.3g} ms "
-                f"({ratio:.2f}x)",
-                f"N = {adversarial.GOAL[0]}, q = {adversarial.GOAL[1]}, concentrated attack",
-                ratio < 1,
-            )
+
+    def cost(function):
+        cells = {scheme: (m, ms) for f, scheme, m, ms in adversarial.goal_table(rows) if f == function}
+        robust = _need(cells, "robust-gcc", f"goal-setting robust-gcc {function}")[1]
+        approxifer = _need(cells, "approxifer", f"goal-setting approxifer {function}")[1]
+        ratio = robust / approxifer
+        return (
+            f"median decode {robust:.3g} ms against {approxifer:.3g} ms ({ratio:.2f}x)",
+            f"N = {adversarial.GOAL[0]}, q = {adversarial.GOAL[1]}, concentrated attack",
+            ratio < 1,
         )
+
+    out = [
+        _claim(
+            "robust",
+            "adversarial",
+            f"With q = N^a adversaries the error of robust GCC ({who}) decays as (q/N)^(6/5): "
+            f"every fitted slope is at most (6/5)(a - 1) + {SLOPE_TOLERANCE}.",
+            lambda scheme=scheme: rate(scheme),
+        )
+        for scheme, who in (
+            ("robust-gcc", "the published squared-loss decoder"),
+            ("robust-gcc-tukey", "this library's Tukey decoder"),
+        )
+    ]
+    out.append(
+        _claim(
+            "robust",
+            "adversarial",
+            "The error vanishes as N grows whenever q grows sublinearly (a < 1): every fitted "
+            "slope of the published decoder is negative.",
+            vanishing,
+        )
+    )
+    out += [
+        _claim(
+            "robust",
+            "adversarial",
+            f"Robust GCC locates no one, so its master-side decode costs less than the "
+            f"error-locating ApproxIFER's ({function}).",
+            lambda function=function: cost(function),
+            f"N = {adversarial.GOAL[0]}, q = {adversarial.GOAL[1]}, concentrated attack",
+        )
+        for function in functions
+    ]
     return out
 
 
-def gradient_coding_claims(rows: list[dict]) -> list[Claim]:
+def gradient_coding_claims(rows: list[dict], config=None) -> list[Claim]:
     """PGC against GC (training time), against every baseline, and its convergence in steps;
-    the simulated clock's ordering against real threads."""
-    reach = gradient_coding.times_to_target(rows)
-    target = gradient_coding.target_loss(rows)
-    settings = sorted({(s, ratio) for _, s, ratio in reach})
-    where = (
-        f"n = {rows[0]['num_workers']}, s = {', '.join(str(s) for s in sorted({s for s, _ in settings}))}, "
-        f"delay mean {', '.join(f'{r:g}' for r in sorted({r for _, r in settings}))} x compute, "
-        f"{rows[0].get('model', 'logistic')} on {rows[0]['dataset']}, target loss {target:.3f} "
-        "(simulated clock)"
-    )
-    out = []
-    for code in ("fr", "cr"):
-        ratios = {key: reach[(f"gc-{code}", *key)][0] / reach[(f"pgc-{code}", *key)][0] for key in settings}
-        worst = min(ratios, key=ratios.get)
-        out.append(
-            Claim(
-                "pgc",
-                "gradient-coding",
-                f"Pipelined GC reaches the target training loss sooner than GC ({code.upper()}) at every "
-                "s and delay.",
-                f"GC / PGC time >= {ratios[worst]:.2f}x (s = {worst[0]}, delay {worst[1]:g}x); "
-                f"max {max(ratios.values()):.2f}x",
-                where,
-                all(r > 1 for r in ratios.values()),
-            )
+    the simulated clock's ordering against each real backend (``config.backends``, or those
+    in the rows)."""
+    if config is not None:
+        backends = list(config.backends)
+    else:
+        backends = [b for b in gradient_coding.BACKENDS if any(row.get("backend") == b for row in rows)]
+
+    @functools.cache
+    def simulated():
+        first = _some(rows)[0]
+        reach = gradient_coding.times_to_target(rows)
+        target = gradient_coding.target_loss(rows)
+        settings = sorted({(s, ratio) for _, s, ratio in reach})
+        if not settings:
+            raise Unmeasured("no simulated rows")
+        where = (
+            f"n = {first['num_workers']}, s = {', '.join(str(s) for s in sorted({s for s, _ in settings}))}, "
+            f"delay mean {', '.join(f'{r:g}' for r in sorted({r for _, r in settings}))} x compute, "
+            f"{first.get('model', 'logistic')} on {first['dataset']}, target loss {target:.3f} "
+            "(simulated clock)"
         )
-    baselines = ("dgd", "is-sgd", "is-gc")
-    for pgc in ("pgc-fr", "pgc-cr"):
-        losses = [
-            (b, key, reach[(b, *key)][0] / reach[(pgc, *key)][0])
-            for b in baselines
+        return reach, settings, where
+
+    def time_of(reach, scheme, key):
+        return _need(reach, (scheme, *key), f"{scheme} s = {key[0]}, delay {key[1]:g}")
+
+    def sooner_than_gc(code):
+        reach, settings, where = simulated()
+        ratios = {
+            key: time_of(reach, f"gc-{code}", key)[0] / time_of(reach, f"pgc-{code}", key)[0]
             for key in settings
-            if np.isfinite(reach[(b, *key)][0])
+        }
+        worst = min(ratios, key=ratios.get)
+        return (
+            f"GC / PGC time >= {ratios[worst]:.2f}x (s = {worst[0]}, delay {worst[1]:g}x); "
+            f"max {max(ratios.values()):.2f}x",
+            where,
+            all(r > 1 for r in ratios.values()),
+        )
+
+    def sooner_than_baselines(pgc):
+        reach, settings, where = simulated()
+        losses = [
+            (b, key, time_of(reach, b, key)[0] / time_of(reach, pgc, key)[0])
+            for b in ("dgd", "is-sgd", "is-gc")
+            for key in settings
+            if np.isfinite(time_of(reach, b, key)[0])
         ]
+        if not losses:
+            raise Unmeasured("no baseline reached the target")
         behind = [entry for entry in losses if entry[2] <= 1]
         closest = min(losses, key=lambda e: e[2])
-        out.append(
-            Claim(
-                "pgc",
-                "gradient-coding",
-                f"{pgc.upper()} reaches the target sooner than DGD, IS-SGD and IS-GC at every s and delay.",
-                f"baseline / {pgc} time >= {closest[2]:.3f}x ({closest[0]}, s = {closest[1][0]}, "
-                f"delay {closest[1][1]:g}x); behind in {len(behind)} of {len(losses)}",
-                where,
-                not behind,
-            )
+        return (
+            f"baseline / {pgc} time >= {closest[2]:.3f}x ({closest[0]}, s = {closest[1][0]}, "
+            f"delay {closest[1][1]:g}x); behind in {len(behind)} of {len(losses)}",
+            where,
+            not behind,
         )
-    steps = {key: (reach[("pgc-cr", *key)][1], reach[("gc-cr", *key)][1]) for key in settings}
-    slower = [key for key, (p, g) in steps.items() if p > g]
-    out.append(
-        Claim(
-            "pgc",
-            "gradient-coding",
-            "PGC-CR's approximate decoding (stale sums, averaged) takes no more steps to the target "
-            "than GC-CR's exact decoding.",
+
+    def steps():
+        reach, settings, where = simulated()
+        steps = {key: (time_of(reach, "pgc-cr", key)[1], time_of(reach, "gc-cr", key)[1]) for key in settings}
+        slower = [key for key, (p, g) in steps.items() if p > g]
+        return (
             f"steps PGC-CR {min(p for p, _ in steps.values()):.0f}-{max(p for p, _ in steps.values()):.0f} "
             f"against GC-CR {min(g for _, g in steps.values()):.0f}-{max(g for _, g in steps.values()):.0f}; "
             f"more in {len(slower)} of {len(steps)}",
             where,
             not slower,
         )
-    )
-    for backend in ("threads", "ray"):
-        real = gradient_coding.times_to_target(rows, backend=backend)
+
+    def ordering(backend):
+        real = gradient_coding.times_to_target(_some(rows), backend=backend)
         if not real:
-            continue
-        out.append(_ordering_claim(backend, real, reach, rows))
+            raise Unmeasured(f"no rows on {backend}")
+        return _ordering(backend, real, gradient_coding.times_to_target(rows), rows)
+
+    out = [
+        _claim(
+            "pgc",
+            "gradient-coding",
+            f"Pipelined GC reaches the target training loss sooner than GC ({code.upper()}) at every "
+            "s and delay.",
+            lambda code=code: sooner_than_gc(code),
+        )
+        for code in ("fr", "cr")
+    ]
+    out += [
+        _claim(
+            "pgc",
+            "gradient-coding",
+            f"{pgc.upper()} reaches the target sooner than DGD, IS-SGD and IS-GC at every s and delay.",
+            lambda pgc=pgc: sooner_than_baselines(pgc),
+        )
+        for pgc in ("pgc-fr", "pgc-cr")
+    ]
+    out.append(
+        _claim(
+            "pgc",
+            "gradient-coding",
+            "PGC-CR's approximate decoding (stale sums, averaged) takes no more steps to the target "
+            "than GC-CR's exact decoding.",
+            steps,
+        )
+    )
+    out += [
+        _claim(
+            "pgc",
+            "gradient-coding",
+            _ordering_sentence(backend),
+            lambda b=backend: ordering(b),
+            f"on {backend}",
+        )
+        for backend in backends
+    ]
     return out
 
 
-def _ordering_claim(backend, real, reach, rows) -> Claim:
+def _ordering_sentence(backend: str) -> str:
+    return (
+        f"The simulated clock orders the schemes by time to target as real {WHO[backend]} do: every "
+        f"pair it puts more than {TIE:.0%} apart in the same order (one setting; this library's "
+        "check of its simulator)."
+    )
+
+
+def _ordering(backend, real, reach, rows) -> tuple[str, str, bool | None]:
     """The real backend orders every pair of schemes that the simulated clock separates by
     more than :data:`TIE` (relative) as the simulated clock does; closer pairs are ties."""
     (s, ratio) = next(iter({(s, r) for _, s, r in real}))
     schemes = gradient_coding.SCHEMES
     trials = len({r["trial"] for r in rows if r.get("backend") == backend})
-    claim = (
-        f"The simulated clock orders the schemes by time to target as real {WHO[backend]} do: every "
-        f"pair it puts more than {TIE:.0%} apart in the same order (one setting; this library's "
-        "check of its simulator)."
-    )
     setting = f"s = {s}, delay mean = compute, {trials} trial(s) on {backend}"
     real_order = sorted(schemes, key=lambda k: real[(k, s, ratio)][0])
     if (schemes[0], s, ratio) not in reach:
-        return Claim(
-            "pgc",
-            "gradient-coding",
-            claim,
-            f"{backend}: {' < '.join(real_order)}; simulated: not run",
-            setting,
-            None,
-        )
+        return f"{backend}: {' < '.join(real_order)}; simulated: not run", setting, None
     sim = {k: reach[(k, s, ratio)][0] for k in schemes}
     sim_order = sorted(schemes, key=sim.get)
     swapped, separated_swaps = [], 0
@@ -459,10 +649,10 @@ def _ordering_claim(backend, real, reach, rows) -> Claim:
         f"{backend}: {' < '.join(real_order)}; simulated: {' < '.join(sim_order)}; "
         f"{len(swapped)} of 21 pairs swapped" + (f" ({', '.join(swapped)})" if swapped else "")
     )
-    return Claim("pgc", "gradient-coding", claim, measured, setting, separated_swaps == 0)
+    return measured, setting, separated_swaps == 0
 
 
-CLAIMS: dict[str, Callable[[list[dict]], list[Claim]]] = {
+CLAIMS: dict[str, Callable[..., list[Claim]]] = {
     "stragglers": stragglers_claims,
     "polynomial": polynomial_claims,
     "rates": rates_claims,
@@ -473,8 +663,12 @@ CLAIMS: dict[str, Callable[[list[dict]], list[Claim]]] = {
 }
 
 
-def claims_of(name: str, rows: list[dict]) -> list[Claim]:
+def claims_of(name: str, rows: list[dict], config=None) -> list[Claim]:
     """The claims experiment ``name`` checks, read from its ``rows``; an experiment no paper
-    makes a claim about gives none."""
+    makes a claim about gives none.
+
+    With its ``config`` (the configuration that wrote the rows) every claim that configuration
+    sets out to test is there, each network, p, backend or task it runs; those the rows lack are
+    "not measured", saying what is missing. Without it, the claims of what the rows hold."""
     reader = CLAIMS.get(name)
-    return reader(rows) if reader is not None else []
+    return reader(rows, config) if reader is not None else []

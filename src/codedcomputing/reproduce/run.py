@@ -5,17 +5,24 @@ Each experiment is run by the experiment driver (its CSV, derived tables and fig
 the output folder, as ``coded experiment`` writes them), then its CSV is read back and its
 claims (:mod:`.claims`) are computed from what the file holds. Beside each CSV a manifest,
 ``NAME.run.json``, records the configuration, the seed, the library's version, the files
-written and the seconds taken; it is written only once the experiment has finished, so an
-experiment whose manifest matches the configuration asked for is not run again (unless
-``force``), and a run that stopped half-way is redone. An experiment that raises is
-reported (its error and the end of its traceback) and the others go on.
+written (with each one's sha256, and a CSV's number of rows) and the seconds taken; it is
+written only once the experiment has finished, so an experiment whose manifest matches the
+configuration asked for, and whose files are still the ones it wrote, is not run again
+(unless ``force``), and a run that stopped half-way is redone. A manifest that cannot be
+read, or a file that changed since it was written, is named in one line and its experiment
+runs again. An experiment that raises is reported (its error and the end of its traceback)
+and the others go on; its claims are in the report as not measured.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import datetime
+import hashlib
+import io
 import json
+import math
 import os
 import platform
 import sys
@@ -86,6 +93,7 @@ class Part:
     claims: list[Claim] = field(default_factory=list)
     error: str = ""
     environment: dict = field(default_factory=dict)  # what it ran with (a reused part: then)
+    rerun_because: str = ""  # why its earlier run in the folder was not reused ("": none, or forced)
 
 
 @dataclass
@@ -128,19 +136,105 @@ def _manifest(out_dir: Path, name: str) -> Path:
     return out_dir / f"{name}.run.json"
 
 
-def _reusable(out_dir: Path, name: str, fingerprint: dict) -> dict | None:
-    """The manifest of a finished run of ``name`` with this fingerprint whose files are all
-    still there, else None."""
+def _checksum(path: Path) -> dict:
+    """What a manifest records of a file it lists: its sha256, and a CSV's number of rows."""
+    data = path.read_bytes()
+    entry = {"sha256": hashlib.sha256(data).hexdigest()}
+    if path.suffix == ".csv":
+        entry["rows"] = _row_count(data)
+    return entry
+
+
+def _row_count(data: bytes) -> int | None:
+    """The records of a CSV after its header (None: not UTF-8 text or not a CSV)."""
+    try:
+        return max(0, sum(1 for fields in csv.reader(io.StringIO(data.decode("utf-8"))) if fields) - 1)
+    except (UnicodeDecodeError, csv.Error):
+        return None
+
+
+def _json_kind(value) -> str:
+    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return kinds.get(type(value), "a number")
+
+
+def _manifest_problem(manifest) -> str:
+    """What makes ``manifest`` (parsed JSON) not a manifest this module wrote, "" if nothing."""
+    if not isinstance(manifest, dict):
+        return f"holds {_json_kind(manifest)}, not a manifest (a JSON object)"
+    missing = [key for key in ("fingerprint", "files", "seconds", "checksums") if key not in manifest]
+    if missing:
+        return f"lacks {', '.join(repr(key) for key in missing)}"
+    if not isinstance(manifest["fingerprint"], dict):
+        return f"has 'fingerprint' {_json_kind(manifest['fingerprint'])}, not an object"
+    files = manifest["files"]
+    if not isinstance(files, list) or not all(
+        isinstance(file, str) and file and Path(file).name == file and file not in (".", "..")
+        for file in files
+    ):
+        return f"has 'files' {json.dumps(files)[:60]}, not a list of file names in its folder"
+    seconds = manifest["seconds"]
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, (int, float))
+        or not math.isfinite(seconds)
+        or seconds < 0
+    ):
+        return f"has 'seconds' {json.dumps(seconds)[:40]}, not a number of seconds"
+    if not isinstance(manifest.get("environment", {}), dict):
+        return f"has 'environment' {_json_kind(manifest['environment'])}, not an object"
+    checksums = manifest["checksums"]
+    if not isinstance(checksums, dict):
+        return f"has 'checksums' {_json_kind(checksums)}, not an object"
+    unchecked = [file for file in files if not isinstance(checksums.get(file), dict)]
+    if unchecked:
+        return f"has no checksum of {', '.join(unchecked)}"
+    return ""
+
+
+def _file_problem(out_dir: Path, file: str, recorded: dict, manifest: str) -> str:
+    """Why ``file`` is not the one its ``manifest`` (a file name) recorded, "" if it is."""
+    path = out_dir / file
+    if not path.is_file():
+        return f"{file} is missing" if not path.exists() else f"{file} is not a file"
+    found = _checksum(path)
+    if found["sha256"] == recorded.get("sha256"):
+        return ""
+    if "rows" in recorded and found.get("rows") != recorded["rows"]:
+        rows = "no readable rows" if found.get("rows") is None else f"{found['rows']} rows"
+        return f"{file} has {rows} where {manifest} recorded {recorded['rows']}"
+    return f"{file} changed since {manifest} was written (its sha256 differs)"
+
+
+def _reusable(out_dir: Path, name: str, fingerprint: dict) -> tuple[dict | None, str]:
+    """``(manifest, "")`` for a finished run of ``name`` with this fingerprint whose files are
+    all still the ones it wrote; else ``(None, why not)``, why not naming the file at fault
+    ("" when there is no manifest: the experiment has not run here)."""
     path = _manifest(out_dir, name)
+    if not path.exists():
+        return None, ""
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if manifest.get("fingerprint") != fingerprint:
-        return None
-    if not all((out_dir / file).is_file() for file in manifest.get("files", [])):
-        return None
-    return manifest
+    except UnicodeDecodeError:
+        return None, f"{path.name} is not UTF-8 text"
+    except ValueError as err:
+        return None, f"{path.name} is not JSON ({err})"
+    except OSError as err:
+        return None, f"{path.name} cannot be read ({err.strerror or err})"
+    problem = _manifest_problem(manifest)
+    if problem:
+        return None, f"{path.name} {problem}"
+    if manifest["fingerprint"] != fingerprint:
+        then = manifest["fingerprint"]
+        changed = [
+            key for key in dict.fromkeys([*fingerprint, *then]) if then.get(key) != fingerprint.get(key)
+        ]
+        return None, f"{path.name} is of a run with another {', '.join(changed)}"
+    for file in manifest["files"]:
+        problem = _file_problem(out_dir, file, manifest["checksums"][file], path.name)
+        if problem:
+            return None, problem
+    return manifest, ""
 
 
 def _duration(seconds: float) -> str:
@@ -169,7 +263,9 @@ def reproduce(
     console = console or Console(stderr=True)
     started = time.perf_counter()
     plans = {name: _fingerprint(name, quick, seed) for name in names}
-    reuse = {name: None if force else _reusable(out_dir, name, plans[name]) for name in names}
+    checked = {name: (None, "") if force else _reusable(out_dir, name, plans[name]) for name in names}
+    reuse = {name: manifest for name, (manifest, _) in checked.items()}
+    reasons = {name: why for name, (_, why) in checked.items() if why}
     to_run = [name for name in names if reuse[name] is None]
     expected = sum(EXPECTED_S.get(name, (60, 600))[0 if quick else 1] for name in to_run)
     untrained = sorted({m for name in to_run for m in MODELS_USED.get(name, ()) if not models.is_cached(m)})
@@ -184,6 +280,8 @@ def reproduce(
         f"({', '.join(to_run) or 'none'}), expected about {_duration(expected)} on 2 cores{training}"
         + (f"; reusing {', '.join(n for n in names if reuse[n])}" if len(to_run) < len(names) else "")
     )
+    for name, why in reasons.items():  # one line each: the file at fault and what is wrong with it
+        console.print(f"reproduce: {name}: {why}; running it again", markup=False, highlight=False)
     parts = []
     # overall progress in expected seconds, so that its estimate of the time left weighs a
     # 15-minute experiment as such (a reused one counts 1)
@@ -194,7 +292,9 @@ def reproduce(
     total = sum(weight.values())
     with show_progress("reproduce: expected seconds of work done", total, enabled=progress) as advance:
         for name in names:
-            parts.append(_one(name, out_dir, plans[name], reuse[name], quick, seed, progress, console))
+            part = _one(name, out_dir, plans[name], reuse[name], quick, seed, progress, console)
+            part.rerun_because = reasons.get(name, "")
+            parts.append(part)
             advance(weight[name])
     seconds = time.perf_counter() - started
     document = build_report(parts, out_dir, quick=quick, seed=seed, seconds=seconds)
@@ -208,29 +308,57 @@ def reproduce(
 def _one(name, out_dir, fingerprint, manifest, quick, seed, progress, console) -> Part:
     """Run (or reuse) one experiment and read its claims from its CSV."""
     start = time.perf_counter()
+    module = EXPERIMENTS[name]
+    config = module.QUICK if quick else module.Config()
     if manifest is not None:
         status, files, seconds = "reused", manifest["files"], float(manifest["seconds"])
         ran_with = dict(manifest.get("environment", {}))
     else:
-        _manifest(out_dir, name).unlink(missing_ok=True)  # a run that stops now leaves none
+        path = _manifest(out_dir, name)
+        try:
+            if path.is_dir():  # an empty folder where the manifest goes is removed; another is an error
+                path.rmdir()
+            path.unlink(missing_ok=True)  # a run that stops now leaves none
+        except OSError as err:
+            why = f"{path} cannot be replaced: {err.strerror or err}"
+            return _failed(name, config, 0.0, why, why)
         try:
             paths = run_experiment(name, out_dir, quick=quick, seed=seed, progress=progress, console=console)
         except Exception as err:  # one experiment's failure is reported, the others go on
             tail = "".join(traceback.format_exception(err)[-3:])
-            return Part(
-                name, "failed", time.perf_counter() - start, error=f"{type(err).__name__}: {err}\n{tail}"
+            return _failed(
+                name,
+                config,
+                time.perf_counter() - start,
+                f"{type(err).__name__}: {err}\n{tail}",
+                "the experiment failed",
             )
         seconds = time.perf_counter() - start
         files = [Path(p).name for p in paths]
         ran_with = dict(environment(seed, quick))
-        record = {"fingerprint": fingerprint, "files": files, "seconds": seconds, "environment": ran_with}
-        _manifest(out_dir, name).write_text(json.dumps(record, indent=1), encoding="utf-8")
+        record = {
+            "fingerprint": fingerprint,
+            "files": files,
+            "checksums": {file: _checksum(out_dir / file) for file in files},
+            "seconds": seconds,
+            "environment": ran_with,
+        }
+        written = path.with_name(path.name + ".partial")  # then renamed: never a manifest cut short
+        written.write_text(json.dumps(record, indent=1), encoding="utf-8")
+        os.replace(written, path)
         status = "ran"
     try:
-        claims = claims_of(name, read_csv(out_dir / f"{name}.csv"))
-    except Exception as err:  # a claim that cannot be read is a failure of this part only
-        return Part(name, "failed", seconds, files, error=f"reading its claims: {type(err).__name__}: {err}")
-    return Part(name, status, seconds, files, claims, environment=ran_with)
+        rows = read_csv(out_dir / f"{name}.csv")
+    except (OSError, ValueError) as err:  # a claim that cannot be read is a failure of this part only
+        why = f"reading {name}.csv: {type(err).__name__}: {err}"
+        return _failed(name, config, seconds, why, why, files)
+    return Part(name, status, seconds, files, claims_of(name, rows, config), environment=ran_with)
+
+
+def _failed(name, config, seconds, error, why, files=()) -> Part:
+    """A failed part: its claims are all there, not measured because of ``why``."""
+    claims = [dataclasses.replace(claim, measured=why) for claim in claims_of(name, [], config)]
+    return Part(name, "failed", seconds, list(files), claims, error=error)
 
 
 def environment(seed: int, quick: bool) -> list[tuple[str, str]]:
@@ -289,10 +417,10 @@ def build_report(parts: list[Part], out_dir: Path, *, quick: bool, seed: int, se
                 ("claim", "measured", "setting", "verdict"),
                 [(c.claim, c.measured, c.setting, c.verdict) for c in mine],
             )
-        missing = [name for name in tested if any(p.name == name and p.status == "failed" for p in parts)]
+        failed_here = [name for name in tested if any(p.name == name and p.status == "failed" for p in parts)]
         doc.paragraph(
             f"Experiments: {', '.join(tested)}."
-            + (f" Failed, so their claims are missing: {', '.join(missing)}." if missing else "")
+            + (f" Failed, so their claims are not measured: {', '.join(failed_here)}." if failed_here else "")
         )
     doc.heading(1, "Figures")
     for part in parts:
@@ -302,7 +430,13 @@ def build_report(parts: list[Part], out_dir: Path, *, quick: bool, seed: int, se
         doc.heading(2, part.name)
         for file in figures:
             path = out_dir / file
-            text = figure_text(path)
+            try:
+                text = figure_text(path)
+            except Exception as err:  # PIL raises several kinds on a damaged PNG
+                doc.paragraph(
+                    f"{file} is not shown: it cannot be read as a PNG ({type(err).__name__}: {err})."
+                )
+                continue
             shows = SHOWS.get(path.stem) or text["Title"] or path.stem
             band = text["Description"]
             doc.figure(path, f"{shows}." + (f" {band[0].upper()}{band[1:]}." if band else ""))
@@ -311,6 +445,9 @@ def build_report(parts: list[Part], out_dir: Path, *, quick: bool, seed: int, se
         ("experiment", "status", "time", "files"),
         [(p.name, p.status, _duration(p.seconds), ", ".join(p.files) or "-") for p in parts],
     )
+    rerun = [f"{part.name} ({part.rerun_because})" for part in parts if part.rerun_because]
+    if rerun:
+        doc.paragraph("Run again, their earlier runs here not being reusable: " + "; ".join(rerun) + ".")
     for part in parts:
         if part.status == "failed":
             doc.heading(2, f"{part.name} failed")
