@@ -2469,14 +2469,18 @@ def _clip_params(robust: Param) -> tuple[Param, ...]:
     return (robust, Param("alive", _clip_alive_valid, bad_alive(lambda ctx: _code(ctx).num_workers)), y)
 
 
+def _rows_2d(x: np.ndarray) -> np.ndarray:
+    """``x`` as ``(rows, d)``, ``d`` the product of its trailing dimensions (``(0, d)`` too)."""
+    return x.reshape(x.shape[0], int(np.prod(x.shape[1:], dtype=np.int64)))
+
+
 def _check_clip(out, kw: dict) -> str | None:
     """Step 1 of RobustGCC's docstring: float64 ``(n, d)`` in the order given; with a bound,
     clipped to ``[-bound, bound]``; without one, each column clipped to a range that at most
     ``q`` values lie beyond on either side (at most ``2q`` moved, each into the column's own
     range), nothing moved when ``q = 0``."""
     code = _code(kw)
-    flat = _as_numpy(kw["Y"])
-    flat = flat.reshape(flat.shape[0], -1)
+    flat = _rows_2d(_as_numpy(kw["Y"]))
     n, q = flat.shape[0], code.num_adversaries
     if not isinstance(out, np.ndarray) or out.dtype != np.float64 or out.shape != flat.shape:
         return f"returned {short(out)}, expected a float64 array of shape {flat.shape}"
@@ -2767,8 +2771,8 @@ def _check_corruption(attack, kw: dict, out, y_name: str) -> str | None:
         return f"workers {short(workers.tolist())}: not {q} sorted workers of alive"
     rows = [alive.index(w) for w in workers.tolist()]
     honest = [i for i in range(len(alive)) if i not in rows]
-    before = _as_numpy(Y).reshape(len(alive), -1)
-    after = _as_numpy(res).reshape(len(alive), -1)
+    before = _rows_2d(_as_numpy(Y))
+    after = _rows_2d(_as_numpy(res))
     if not np.array_equal(before[honest], after[honest]):
         return "an honest worker's result was changed"
     hit = after[rows]

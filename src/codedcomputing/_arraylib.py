@@ -156,18 +156,19 @@ def check_alive(alive, num_workers: int) -> np.ndarray:
     return arr
 
 
-def check_results(y, alive, num_workers: int):
-    """Validate ``(Y, alive)``; return ``(Y, alive, nonfinite_workers)``.
+def check_results(y, alive, num_workers: int, name: str = "Y"):
+    """Validate ``(Y, alive)``; return ``(Y, alive, nonfinite_workers)``. ``name``: what the
+    caller calls ``Y``, for the messages.
 
     Rows of ``Y`` with NaN or inf are dropped (erasures), in the order given.
     """
     alive = check_alive(alive, num_workers)
     if isinstance(y, Sequence) and not isinstance(y, (str, bytes)) and len(y) == 0:
         y = np.zeros((0,))
-    y = _as_array(y, "Y")
+    y = _as_array(y, name)
     if y.ndim == 0 or y.shape[0] != alive.size:
         raise ValueError(
-            f"Y must have one row per entry of alive: len(Y) = "
+            f"{name} must have one row per entry of alive: len({name}) = "
             f"{y.shape[0] if y.ndim else 'scalar'}, len(alive) = {alive.size}"
         )
     if alive.size == 0:
@@ -329,7 +330,8 @@ def to_float64(x) -> np.ndarray:
     """``x`` flattened to ``(rows, d)`` as a float64 numpy array (host memory)."""
     if is_torch(x):
         x = _to_numpy(x)
-    return np.asarray(x, dtype=np.float64).reshape(x.shape[0], -1)
+    x = np.asarray(x, dtype=np.float64)
+    return x.reshape(x.shape[0], int(np.prod(x.shape[1:], dtype=np.int64)))  # (0, d) too
 
 
 def from_float64(values: np.ndarray, like):

@@ -96,13 +96,17 @@ class Attack(ABC):
     def corrupt(self, code: Code, Y, alive, rng) -> Corruption:
         """The results ``Y`` of workers ``alive`` (``Y[i]`` from worker ``alive[i]``) after the
         attack; ``code`` is the code the master decodes with."""
+        return self._corrupt_checked(code, Y, alive, rng, "Y")
+
+    def _corrupt_checked(self, code: Code, Y, alive, rng, name: str) -> Corruption:
+        """:meth:`corrupt`, naming ``Y`` as the caller does in its messages."""
         if not isinstance(code, Code):
             raise ValueError(f"code must be a codedcomputing code, got {code!r}")
         rng = check_rng(rng)
-        values, alive, bad = _arraylib.check_results(Y, alive, code.num_workers)
+        values, alive, bad = _arraylib.check_results(Y, alive, code.num_workers, name)
         if bad.size:
             raise ValueError(
-                f"Y holds NaN or inf (workers {bad.tolist()[:10]}): an attack corrupts finite results"
+                f"{name} holds NaN or inf (workers {bad.tolist()[:10]}): an attack corrupts finite results"
             )
         flat = _arraylib.to_float64(values).copy()
         q = min(self.num_adversaries, alive.size)
@@ -229,6 +233,6 @@ ATTACKS: dict[str, type[Attack]] = {
 
 def make_attack(name: str, num_adversaries: int, bound: float | None = None) -> Attack:
     """The attack called ``name`` (a key of :data:`ATTACKS`)."""
-    if name not in ATTACKS:
-        raise ValueError(f"attack must be one of {sorted(ATTACKS)}, got {name!r}")
+    if not isinstance(name, str) or name not in ATTACKS:
+        raise ValueError(f"name (the attack) must be one of {sorted(ATTACKS)}, got {name!r}")
     return ATTACKS[name](num_adversaries, bound)

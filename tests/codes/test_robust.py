@@ -322,7 +322,7 @@ def test_attack_arguments_are_checked():
         cc.adversaries.Random(3)
     with pytest.raises(ValueError, match="num_adversaries"):
         cc.adversaries.SignFlip(-2)
-    with pytest.raises(ValueError, match="attack must be one of"):
+    with pytest.raises(ValueError, match=r"name \(the attack\) must be one of"):
         cc.adversaries.make_attack("flood", 3, M)
     with pytest.raises(ValueError, match="at"):
         cc.adversaries.Concentrated(3, M, at=2.0)
@@ -370,3 +370,42 @@ def test_unbounded_garbage_on_a_cluster_never_crashes_the_master():
             result = cc.CodedExecutor(code, np.sin, cluster).run(X)
             assert np.all(np.isfinite(result.estimates))
             assert math.isfinite(cc.metrics.mse(result.estimates, np.sin(X)))
+
+
+def test_the_adversaries_arguments_are_named_and_zero_results_are_no_error():
+    """What the API fuzz found: q >= N accepted (nobody honest), robust_lambda with more
+    liars than points, block_medians and repeated_median_line checking nothing, a message
+    naming Y where the parameter is results, and attacks on no returned result raising."""
+    for make in (lambda: cc.RobustGCC(1, 12, num_adversaries=12), lambda: cc.ApproxIFER(3, 15, 15)):
+        with pytest.raises(ValueError, match="num_adversaries"):
+            make()
+    assert cc.RobustGCC(1, 12, num_adversaries=11).num_adversaries == 11
+    with pytest.raises(ValueError, match="num_adversaries"):
+        robust_lambda(4, 3)
+    knots = np.linspace(-1, 1, 5)
+    bad_calls = [
+        (lambda: block_medians(knots[::-1], np.ones(5), 1), "knots"),
+        (lambda: block_medians(knots, [1, 2, np.nan, 4, 5], 1), "values"),
+        (lambda: block_medians(knots, 0.5, 1), "values"),
+        (lambda: block_medians(knots, np.ones(5), 0), "size"),
+        (lambda: block_medians(knots, np.ones(5), 1, [np.inf]), "points"),
+        (lambda: repeated_median_line([0.0, np.inf], [1.0, 2.0]), "knots"),
+        (lambda: repeated_median_line(None, [1.0, 2.0]), "knots"),
+        (lambda: repeated_median_line(knots, np.ones(4)), "knots"),
+        (lambda: repeated_median_line(knots, np.ones(5) * 1j), "values"),
+        (lambda: cc.faults.corrupt("abc", "nan", 0), "result"),
+        (lambda: cc.faults.corrupt(np.ones(2), "raise", 0), "kind"),
+        (lambda: cc.faults.corrupt(np.ones(2), "nan", 1.5), "seed"),
+    ]
+    for call, name in bad_calls:
+        with pytest.raises(ValueError, match=name):
+            call()
+    fault = cc.faults.Adversarial(cc.adversaries.Random(1, M))
+    with pytest.raises(ValueError, match="results"):
+        fault.corrupt(cc.GCC(2, 4), "abc", [0], rng=0)
+    np.testing.assert_array_equal(block_medians(knots, np.arange(5.0), 9), np.full((5, 1), 2.0))
+    code = cc.GCC(3, 10)
+    for name in cc.adversaries.ATTACKS:
+        out = cc.adversaries.make_attack(name, 2, M).corrupt(code, np.zeros((0, 3)), [], rng=0)
+        assert out.results.shape == (0, 3) and out.workers.size == 0
+    assert cc.RobustGCC(3, 10, 1).clip(np.zeros((0, 2)), []).shape == (0, 2)

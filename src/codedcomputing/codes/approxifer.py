@@ -110,6 +110,11 @@ class ApproxIFER(BACC):
         assignment: str = "natural",
     ):
         self.num_adversaries = check_count(num_adversaries, "num_adversaries", 0)
+        if isinstance(num_workers, (int, np.integer)) and not isinstance(num_workers, bool):
+            if self.num_adversaries >= num_workers:
+                raise ValueError(
+                    f"num_adversaries must be below num_workers = {int(num_workers)}, got {num_adversaries}"
+                )
         super().__init__(
             num_inputs, num_workers, points=points, alpha=alpha, beta=beta, assignment=assignment
         )

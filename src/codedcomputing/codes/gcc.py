@@ -178,7 +178,11 @@ class GCC(Code):
 
     def promised_case(self, rng):
         """Inputs affine in ``alpha`` through an affine ``f``, from a random alive set (for the
-        adaptive decoder, one holding the outermost workers: beyond them it holds its ends)."""
+        adaptive decoders, one holding the outermost workers: beyond them they hold their
+        ends; so they promise nothing when some ``alpha_k`` lies outside every worker's
+        point, as explicit points may place it: then None)."""
+        if self.adaptive and (self.alpha.min() < self.beta.min() or self.alpha.max() > self.beta.max()):
+            return None
         a, b = rng.normal(size=(2, 3))
         weights, shift = rng.normal(size=(3, 2)), rng.normal(size=2)
         X = a + b * self.alpha[:, None]

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from .. import _arraylib
-from .._validation import check_choice, check_count, check_number
+from .._validation import check_choice, check_count, check_number, check_real_array
 from ..spline.reinsch import _Smoother, _Stencil
 from .gcc import GCC
 
@@ -60,6 +60,8 @@ def robust_lambda(num_adversaries: int, num_points: int, schedule: str = "mse", 
     """
     q = check_count(num_adversaries, "num_adversaries", 0)
     n = check_count(num_points, "num_points", 2)
+    if q > n:
+        raise ValueError(f"num_adversaries must be at most num_points = {n}, got {q}")
     schedule = check_choice(schedule, "schedule", SCHEDULES)
     scale = check_number(scale, "scale", low=0.0)
     b = math.log(q) / math.log(n) if q >= 1 else 0.0
@@ -207,7 +209,7 @@ class RobustGCC(GCC):
         beta=None,
         assignment: str = "natural",
     ):
-        self.num_adversaries = check_count(num_adversaries, "num_adversaries", 0)
+        self.num_adversaries = _check_adversaries(num_adversaries, num_workers)
         self.bound = None if bound is None else check_number(bound, "bound", low=0.0, low_open=True)
         self.schedule = check_choice(schedule, "schedule", SCHEDULES)
         self.loss = check_choice(loss, "loss", LOSSES)
@@ -298,9 +300,9 @@ class RobustGCC(GCC):
         if q == 0 or n < 2 * q + 2 or flat.shape[1] == 0:  # no honest majority to set a range
             return flat
         if n >= 2 * (2 * q + 1):
-            trend = block_medians(knots, flat, 2 * q + 1)
+            trend = _block_medians(knots, flat, 2 * q + 1)
         else:
-            trend = repeated_median_line(knots, flat)
+            trend = _repeated_median_line(knots, flat)
         low, high = _majority_range(flat, q)
         residual_low, residual_high = _majority_range(flat - trend, q)
         return np.clip(flat, np.minimum(low, trend + residual_low), np.maximum(high, trend + residual_high))
@@ -317,7 +319,7 @@ class RobustGCC(GCC):
             estimates = self._decoder(by_point)(flat)
         elif self.loss == "median":
             size = min(2 * self.num_adversaries + 1, alive.size)
-            estimates = block_medians(knots, flat, size, self.alpha)
+            estimates = _block_medians(knots, flat, size, self.alpha)
         else:
             estimates, weights = self._reweighted(knots, flat)
             info["weights"] = weights[np.argsort(by_point, kind="stable")]  # by worker, as Decoded.alive
@@ -336,7 +338,7 @@ class RobustGCC(GCC):
             estimates, weights = self._reweighted(knots, flat / unit)
             return estimates * unit, weights
         if self.start == "median" and q > 0 and n >= 2 * (2 * q + 1):
-            start = block_medians(knots, flat, 2 * q + 1)
+            start = _block_medians(knots, flat, 2 * q + 1)
         else:
             start = _spline_at(knots, flat, max(lam, self._start_lambda), np.ones(n), knots)
         residual = _rms_rows(flat - start, d)
@@ -381,14 +383,26 @@ class RobustGCC(GCC):
         return robust_lambda(self.num_adversaries, self.num_workers, self.schedule)
 
 
-def block_medians(knots: np.ndarray, values: np.ndarray, size: int, points: np.ndarray | None = None):
-    """A robust local level of ``values`` (``(n, d)``, at sorted ``knots``) at ``points``
-    (default: the knots): the coordinate-wise median of each block of ``size`` consecutive
-    results (the last block takes the rest), placed at the block's median knot and joined
-    linearly (extended linearly beyond the outer blocks). With at most ``(size - 1) / 2``
-    corrupted results in all, every block's median lies within its honest values' range;
-    values affine in the knots are reproduced exactly (a block's median is then the value at
-    its median knot). ``O(n d)``."""
+def block_medians(knots, values, size: int, points=None) -> np.ndarray:
+    """A robust local level of ``values`` (``(n, ...)``, at ``knots``: ``n >= 1`` distinct
+    finite points, sorted ascending) at ``points`` (default: the knots; any finite points):
+    the coordinate-wise median of each block of ``size`` (``>= 1``; above ``n``, one block)
+    consecutive results (the last block takes the rest), placed at the block's median knot and joined linearly
+    (extended linearly beyond the outer blocks). With at most ``(size - 1) / 2`` corrupted
+    results in all, every block's median lies within its honest values' range; values affine
+    in the knots are reproduced exactly (a block's median is then the value at its median
+    knot). ``O(n d)``. Returns ``(len(points), d)`` float64, ``d`` the product of ``values``'
+    trailing dimensions."""
+    knots = _check_knots(knots, "knots", 1)
+    flat = _check_values(values, knots.size)
+    size = min(check_count(size, "size", 1), knots.size)  # one block at most
+    points = knots if points is None else _check_knots(points, "points", 0, distinct=False, ordered=False)
+    return _block_medians(knots, flat, size, points)
+
+
+def _block_medians(knots: np.ndarray, values: np.ndarray, size: int, points: np.ndarray | None = None):
+    """:func:`block_medians` on float64 ``(n, d)`` values; no checks are performed."""
+
     points = knots if points is None else points
     n = knots.size
     blocks = max(n // size, 1)
@@ -413,6 +427,41 @@ def block_medians(knots: np.ndarray, values: np.ndarray, size: int, points: np.n
     return (1.0 - share) * medians[where] + share * medians[where + 1]
 
 
+def _check_adversaries(num_adversaries, num_workers) -> int:
+    """``num_adversaries`` checked: an int in ``0..N-1`` (with ``N`` liars no one is honest)."""
+    q = check_count(num_adversaries, "num_adversaries", 0)
+    if isinstance(num_workers, (int, np.integer)) and not isinstance(num_workers, bool) and q >= num_workers:
+        raise ValueError(f"num_adversaries must be below num_workers = {int(num_workers)}, got {q}")
+    return q
+
+
+def _check_knots(points, name: str, minimum: int, *, distinct: bool = True, ordered: bool = True):
+    """``points`` as a finite 1-D float64 array of at least ``minimum`` entries; distinct and
+    sorted ascending where asked."""
+    pts = check_real_array(points, name)
+    if pts.ndim != 1 or pts.size < minimum:
+        raise ValueError(f"{name} must be a 1-D array of at least {minimum} points, got shape {pts.shape}")
+    if not np.all(np.isfinite(pts)):
+        raise ValueError(f"{name} contains NaN or inf")
+    if ordered and np.any(np.diff(pts) < 0):
+        raise ValueError(f"{name} must be sorted ascending")
+    if distinct and np.unique(pts).size != pts.size:
+        raise ValueError(f"{name} contains duplicate points")
+    return pts
+
+
+def _check_values(values, n: int) -> np.ndarray:
+    """``values`` as finite real float64 ``(n, d)``."""
+    values = _arraylib._as_array(values, "values")
+    if values.ndim == 0 or values.shape[0] != n:
+        rows = values.shape[0] if values.ndim else "a scalar"
+        raise ValueError(f"values must have one row per knot: {rows} rows for {n} knots")
+    values = _arraylib.check_inputs(values, n, "values")
+    if _arraylib.is_complex(values):
+        raise ValueError(f"values must hold real numbers, got {values.dtype}")
+    return _arraylib.to_float64(values)
+
+
 def _majority_range(values: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray]:
     """Per column, ``[lo - w, hi + w]``: ``lo`` and ``hi`` the ``(q+1)``-th smallest and
     largest of the ``n > 2q`` values, ``w = hi - lo``."""
@@ -423,12 +472,21 @@ def _majority_range(values: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray]
     return low - width, high + width
 
 
-def repeated_median_line(knots: np.ndarray, values: np.ndarray) -> np.ndarray:
+def repeated_median_line(knots, values) -> np.ndarray:
+    """Siegel's repeated-median line through ``values`` (``(n, ...)``, at ``n >= 1`` distinct
+    finite ``knots``, any order), per column (of the trailing dimensions flattened), read at the
+    knots: ``(n, d)`` float64. See :func:`_repeated_median_line`."""
+    knots = _check_knots(knots, "knots", 1, ordered=False)
+    return _repeated_median_line(knots, _check_values(values, knots.size))
+
+
+def _repeated_median_line(knots: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Siegel's repeated-median line through ``values`` (``(n, d)``, at distinct ``knots``),
     per column, read at the knots: slope ``median_i median_{j != i} (v_j - v_i) / (t_j - t_i)``,
     intercept ``median_i (v_i - slope t_i)``. With at most ``n / 2 - 1`` corrupted values
     it reproduces values affine in the knots exactly, whatever the corrupted ones are
-    (breakdown point 1/2). ``O(n^2 d)`` time, ``O(n d)`` memory: for small ``n``."""
+    (breakdown point 1/2). ``O(n^2 d)`` time, ``O(n d)`` memory: for small ``n``. No checks
+    are performed."""
     n = knots.size
     if n < 2:
         return values.copy()

@@ -123,8 +123,9 @@ class Adversarial(FaultModel):
         return {}
 
     def corrupt(self, code, results, alive, rng):
-        """The attack on one call: a :class:`~codedcomputing.adversaries.Corruption`."""
-        return self.attack.corrupt(code, results, alive, rng)
+        """The attack on one call (``results[i]`` from worker ``alive[i]``): a
+        :class:`~codedcomputing.adversaries.Corruption`."""
+        return self.attack._corrupt_checked(code, results, alive, rng, "results")
 
     def __repr__(self) -> str:
         return f"Adversarial({self.attack!r})"
@@ -134,8 +135,19 @@ def corrupt(result, kind: str, seed: int):
     """``result`` replaced as fault ``kind`` (``"nan"`` or ``"garbage"``) dictates.
 
     Garbage is normal noise with the result's own scale (its RMS, or 1 if that is 0), drawn
-    from ``seed``; numpy arrays and torch tensors keep their type, dtype and device.
+    from ``seed`` (an int >= 0); numpy arrays and torch tensors keep their type, dtype and
+    device. ``result`` must be numeric (an array, a tensor or a number).
     """
+    kind = check_choice(kind, "kind", ("nan", "garbage"))
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    if not _arraylib.is_torch(result):
+        try:
+            array = np.asarray(result)
+        except (TypeError, ValueError) as err:  # ragged nesting
+            raise ValueError(f"result must be numeric: {err}") from None
+        if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+            raise ValueError(f"result must be numeric, got dtype {array.dtype}")
     if _arraylib.is_torch(result):  # never import torch for numpy results
         import torch
 
