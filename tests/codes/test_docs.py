@@ -18,6 +18,8 @@ DOCUMENTED = [
     "codedcomputing.codes.baselines",
     "codedcomputing.codes.robust",
     "codedcomputing.codes.approxifer",
+    "codedcomputing.codes.manifold",
+    "codedcomputing.gradient_coding.codes",
 ]
 
 
