@@ -25,6 +25,12 @@ neighbours are all each other): its components are then joined by their shortest
 (:func:`join_components`), so that every geodesic is finite, and the number of links added
 is reported. Whatever holds a dense ``n x n`` matrix (a distance matrix, a graph over a batch
 or a reference set) takes at most :data:`MAX_POINTS` points.
+
+Each public function checks its arguments once and raises ``ValueError`` naming the one that
+is bad (arrays: real, finite, of the documented shape; counts: integers; flags: bools), then
+calls its private implementation (``_pairwise_distances``, ...), which performs no checks:
+:class:`~codedcomputing.ManifoldGCC`, which checks its own inputs, calls those directly, so
+a bind pays for no check twice.
 """
 
 from __future__ import annotations
@@ -32,11 +38,13 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from scipy.sparse import csr_array
+from scipy.sparse import csr_array, issparse
 from scipy.sparse.csgraph import connected_components, shortest_path
 from scipy.sparse.linalg import eigsh
 from scipy.spatial import Delaunay, QhullError, cKDTree
 from scipy.stats import qmc
+
+from ._validation import check_count, check_flag, check_real_array
 
 __all__ = [
     "MAX_POINTS",
@@ -79,6 +87,77 @@ def check_size(count: int, name: str, limit: int = MAX_POINTS) -> None:
         )
 
 
+def _finite_array(values, name: str, ndim: int) -> np.ndarray:
+    """``values`` as a float64 array of ``ndim`` dimensions, all finite (``ValueError`` naming
+    ``name`` otherwise)."""
+    array = check_real_array(values, name)
+    if array.ndim != ndim:
+        shape = "(n,)" if ndim == 1 else "(n, D)"
+        raise ValueError(f"{name} must be a {ndim}-D array {shape}, got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return array
+
+
+def _checked_distances(distances, name: str = "distances", remedy: str = "") -> np.ndarray:
+    """``distances`` as a square float64 matrix, finite and >= 0 (``ValueError`` naming
+    ``name``, with ``remedy`` after a non-finite one)."""
+    array = check_real_array(distances, name)
+    if array.ndim != 2 or array.shape[0] != array.shape[1]:
+        raise ValueError(f"{name} must be a square (n, n) matrix, got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite, got NaN or inf{remedy}")
+    if np.any(array < 0):
+        raise ValueError(f"{name} must be >= 0, got {float(np.min(array))!r}")
+    return array
+
+
+def _checked_indices(indices, count: int, name: str) -> np.ndarray:
+    """``indices`` (a 1-D sequence of distinct integers in ``0 .. count-1``, maybe empty) as
+    an ``intp`` array; bools, fractions and strings are refused."""
+    try:
+        array = np.asarray(indices)
+    except (TypeError, ValueError) as err:  # ragged nesting
+        raise ValueError(f"{name} must be a 1-D sequence of indices: {err}") from None
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D sequence of indices, got shape {array.shape}")
+    if array.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    if not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"{name} must hold integer indices, got dtype {array.dtype}")
+    outside = (array < 0) | (array >= count)
+    if np.any(outside):
+        raise ValueError(f"{name} has indices outside 0..{count - 1}: {array[outside].tolist()[:10]}")
+    if np.unique(array).size != array.size:
+        raise ValueError(f"{name} has repeated indices")
+    return array.astype(np.intp)
+
+
+def _checked_graph(graph, *, connected: bool = False, symmetric: bool = False) -> csr_array:
+    """``graph`` (a scipy sparse array or matrix: square, real weights, finite and > 0) as a
+    float64 ``csr_array``; ``connected``, ``symmetric``: refuse it when it is not."""
+    if not issparse(graph):
+        raise ValueError(f"graph must be a scipy sparse array or matrix, got {type(graph).__name__}")
+    if graph.ndim != 2 or graph.shape[0] != graph.shape[1]:
+        raise ValueError(f"graph must be square (n, n), got shape {graph.shape}")
+    if not np.issubdtype(graph.dtype, np.number) or np.issubdtype(graph.dtype, np.complexfloating):
+        raise ValueError(f"graph must hold real weights, got dtype {graph.dtype}")
+    graph = csr_array(graph, dtype=np.float64)
+    if not (np.all(np.isfinite(graph.data)) and np.all(graph.data > 0)):
+        raise ValueError(
+            "graph's weights (edge lengths) must be finite and > 0 (knn_graph stores 1e-300 for 0)"
+        )
+    if symmetric and (graph != graph.T).nnz:
+        raise ValueError("graph must be symmetric (an undirected graph)")
+    if connected:
+        count = int(connected_components(graph, directed=False)[0])
+        if count > 1:
+            raise ValueError(
+                f"graph must be connected, it has {count} components (join_components joins them)"
+            )
+    return graph
+
+
 def _power_of_two_scale(peak: float) -> float:
     """A power of two near ``peak`` (``peak / scale`` in [0.5, 2)): dividing by it is exact and
     keeps squares and sums of values up to 1e308 finite; 1 for 0 or a non-finite peak."""
@@ -96,7 +175,28 @@ def pairwise_distances(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray
     squares of values near 1e160 finite. Pairs whose squared distance is below 1e-6 of their
     squared norms (near-duplicates far from the mean) are recomputed from their differences
     (up to 2^26 values per call), so duplicates are exactly 0 apart. Distances beyond float64's
-    range come back inf."""
+    range come back inf.
+
+    ``a`` is ``(n, D)`` and ``b`` ``(m, D)``, real and finite; ``n``, or ``n m``, at most
+    :data:`MAX_POINTS` (``MAX_POINTS^2``): ``ValueError`` naming the one that is not."""
+    a = _finite_array(a, "a", 2)
+    if b is None:
+        check_size(a.shape[0], "a")
+    else:
+        b = _finite_array(b, "b", 2)
+        if b.shape[1] != a.shape[1]:
+            raise ValueError(f"b must have a's {a.shape[1]} columns, got shape {b.shape}")
+        if a.shape[0] * b.shape[0] > MAX_POINTS**2:
+            raise ValueError(
+                f"a and b: {a.shape[0]:,} x {b.shape[0]:,} distances is more than the "
+                f"{MAX_POINTS:,}^2 a layout computation takes"
+            )
+    return _pairwise_distances(a, b)
+
+
+def _pairwise_distances(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """:func:`pairwise_distances` of float64 ``(n, D)`` and ``(m, D)`` arrays (``b`` None:
+    ``a`` itself). No checks are performed."""
     same = b is None
     a = np.asarray(a, dtype=np.float64)
     b = a if same else np.asarray(b, dtype=np.float64)
@@ -130,7 +230,13 @@ def pairwise_distances(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray
 def consecutive_distances(points: np.ndarray) -> np.ndarray:
     """The ``n - 1`` Euclidean distances between consecutive rows of ``points`` (``(n, D)``),
     from their differences (``O(n D)``, no ``n x n`` matrix), on the rows divided by a power
-    of two near their largest magnitude so the squares cannot overflow."""
+    of two near their largest magnitude so the squares cannot overflow. ``points`` must be
+    real and finite (``ValueError``)."""
+    return _consecutive_distances(_finite_array(points, "points", 2))
+
+
+def _consecutive_distances(points: np.ndarray) -> np.ndarray:
+    """:func:`consecutive_distances` of float64 ``(n, D)`` points. No checks are performed."""
     points = np.asarray(points, dtype=np.float64)
     scale = _power_of_two_scale(float(np.max(np.abs(points), initial=0.0)))
     steps = np.diff(points / scale, axis=0)
@@ -141,7 +247,16 @@ def consecutive_distances(points: np.ndarray) -> np.ndarray:
 def knn_graph(distances: np.ndarray, neighbours: int, *, join: bool = True) -> csr_array:
     """The symmetric k-nearest-neighbour graph of a square distance matrix (edge weights: the
     distances; ties to the lowest index), with its components joined by their shortest links
-    (:func:`join_components`) so that every geodesic is finite; ``join=False`` leaves them."""
+    (:func:`join_components`) so that every geodesic is finite; ``join=False`` leaves them.
+    ``distances`` finite and >= 0, ``neighbours`` an integer >= 1 (``n - 1`` are used when
+    it is more), ``join`` a bool: ``ValueError`` naming the one that is not."""
+    distances = _checked_distances(distances)
+    neighbours = check_count(neighbours, "neighbours", 1)
+    return _knn_graph(distances, neighbours, join=check_flag(join, "join"))
+
+
+def _knn_graph(distances: np.ndarray, neighbours: int, *, join: bool = True) -> csr_array:
+    """:func:`knn_graph` of a square float64 matrix. No checks are performed."""
     n = distances.shape[0]
     k = min(neighbours, n - 1)
     if k < 1:
@@ -154,7 +269,7 @@ def knn_graph(distances: np.ndarray, neighbours: int, *, join: bool = True) -> c
     weights = np.maximum(distances[rows, cols], 1e-300)  # a zero weight would be no edge
     graph = csr_array((weights, (rows, cols)), shape=(n, n))
     graph = graph.maximum(graph.T)
-    return join_components(graph, distances)[0] if join else graph
+    return _join_components(graph, distances)[0] if join else graph
 
 
 def join_components(
@@ -169,7 +284,30 @@ def join_components(
     ``rows`` gets the shortest link from its nodes to a node of another component (ties: the
     lowest row, then the lowest node), so the count at least halves per round and the links
     added are those of a minimum spanning forest of the components. ``O(R n)`` per round.
-    Raises ``ValueError`` when no component has a finite link out (non-finite distances)."""
+    Raises ``ValueError`` when no component has a finite link out (non-finite distances).
+
+    ``graph``: a scipy sparse ``(n, n)`` array or matrix with weights finite and > 0;
+    ``distances``: real, ``>= 0`` (``inf``: no link); ``rows``: distinct indices of nodes.
+    Anything else raises ``ValueError`` naming the argument."""
+    graph = _checked_graph(graph)
+    n = graph.shape[0]
+    rows = np.arange(n) if rows is None else _checked_indices(rows, n, "rows")
+    distances = check_real_array(distances, "distances")
+    if distances.shape != (rows.size, n):
+        raise ValueError(
+            f"distances must have shape ({rows.size}, {n}), from each of the {rows.size} rows to "
+            f"each of graph's {n} nodes, got {distances.shape}"
+        )
+    if np.any(np.isnan(distances)) or np.any(distances < 0):
+        raise ValueError("distances must be >= 0 (inf: no link), got NaN or a negative value")
+    return _join_components(graph, distances, rows)
+
+
+def _join_components(
+    graph: csr_array, distances: np.ndarray, rows: np.ndarray | None = None
+) -> tuple[csr_array, int]:
+    """:func:`join_components` of a sparse graph and float64 distances. No checks are
+    performed (but the documented ``ValueError`` when no finite link is left)."""
     n = graph.shape[0]
     rows = np.arange(n) if rows is None else np.asarray(rows)
     count, labels = connected_components(graph, directed=False)
@@ -198,7 +336,17 @@ def first_principal_axis(centred: np.ndarray) -> np.ndarray:
     """The leading right singular vector of centred data ``(K, D)``, from the smaller of the
     two Gram matrices (``K x K`` or ``D x D``) by a symmetric eigensolver: a full SVD of a
     1000 x 784 batch took seconds where this takes milliseconds. The data are divided by a
-    power of two near their largest magnitude first, so the Gram matrix cannot overflow."""
+    power of two near their largest magnitude first, so the Gram matrix cannot overflow.
+    ``centred`` must be real and finite, with a row and a column at least (``ValueError``)."""
+    centred = _finite_array(centred, "centred", 2)
+    if 0 in centred.shape:
+        raise ValueError(f"centred must have at least one row and one column, got shape {centred.shape}")
+    return _first_principal_axis(centred)
+
+
+def _first_principal_axis(centred: np.ndarray) -> np.ndarray:
+    """:func:`first_principal_axis` of float64 ``(K, D)`` data, ``K, D >= 1``. No checks are
+    performed."""
     centred = centred / _power_of_two_scale(float(np.max(np.abs(centred), initial=0.0)))
     if centred.shape[0] < centred.shape[1]:
         vectors = np.linalg.eigh(centred @ centred.T)[1]
@@ -211,7 +359,14 @@ def first_principal_axis(centred: np.ndarray) -> np.ndarray:
 
 
 def path_length(distances: np.ndarray, order: np.ndarray) -> float:
-    """The length of the open path visiting the points in ``order``."""
+    """The length of the open path visiting the points in ``order`` (distinct indices into
+    ``distances``, a square matrix, finite and >= 0; ``ValueError`` naming either)."""
+    distances = _checked_distances(distances)
+    return _path_length(distances, _checked_indices(order, distances.shape[0], "order"))
+
+
+def _path_length(distances: np.ndarray, order: np.ndarray) -> float:
+    """:func:`path_length` of an integer array ``order``. No checks are performed."""
     return float(np.sum(distances[order[:-1], order[1:]]))
 
 
@@ -223,10 +378,19 @@ def chain_order(distances: np.ndarray, *, starts: int = 64, max_passes: int = 50
     ``max_passes`` sweeps are done. ``O(starts K^2 + passes K^2)``; past 500 points both
     counts shrink with K (about 32,000 / K starts and 50,000 / K sweeps, at least 4 and 3).
     Ties go to the lowest index, so the result is always a permutation of ``0 .. K-1``;
-    ``distances`` must be finite (``ValueError`` otherwise)."""
+    ``distances`` must be finite and >= 0, ``starts`` an integer >= 1 and ``max_passes`` one
+    >= 0 (``ValueError`` naming the one that is not)."""
+    # an infinite row would send the chain back to node 0
+    distances = _checked_distances(distances, remedy=": join the graph's components first (join_components)")
+    starts = check_count(starts, "starts", 1)
+    max_passes = check_count(max_passes, "max_passes", 0)
+    return _chain_order(distances, starts=starts, max_passes=max_passes)
+
+
+def _chain_order(distances: np.ndarray, *, starts: int = 64, max_passes: int = 50) -> np.ndarray:
+    """:func:`chain_order` of a square float64 matrix, finite and >= 0. No checks are
+    performed."""
     n = distances.shape[0]
-    if not np.all(np.isfinite(distances)):  # an infinite row would send the chain back to node 0
-        raise ValueError("distances must be finite: join the graph's components first (join_components)")
     if n <= 2:
         return np.arange(n)
     if n > 500:  # each start and each sweep costs O(n^2): fewer of both for large batches
@@ -294,18 +458,43 @@ def spectral_coordinate(graph: csr_array) -> np.ndarray:
     """The Fiedler vector of a connected weighted graph's normalised Laplacian (Gaussian
     affinities ``exp(-d^2 / sigma^2)``, ``sigma`` the median edge length), sign fixed so its
     first entry is at most 0: a one-dimensional embedding in which graph neighbours sit
-    close (Laplacian eigenmaps with m = 1)."""
+    close (Laplacian eigenmaps with m = 1). ``graph``: a scipy sparse array or matrix,
+    square, symmetric and connected, with weights finite and > 0 (``ValueError``)."""
+    return _spectral_coordinate(_checked_graph(graph, connected=True, symmetric=True))
+
+
+def _spectral_coordinate(graph: csr_array) -> np.ndarray:
+    """:func:`spectral_coordinate` of a sparse graph. No checks are performed."""
     n = graph.shape[0]
     if n <= 2:
         return np.linspace(-1.0, 1.0, n)
-    return spectral_embedding(graph, 1)[:, 0]
+    return _spectral_embedding(graph, 1)[:, 0]
 
 
 def spectral_embedding(graph: csr_array, dimensions: int) -> np.ndarray:
     """Laplacian eigenmaps: ``(n, m)`` coordinates, the eigenvectors ``2 .. m + 1`` of a
     connected weighted graph's normalised Laplacian (Gaussian affinities ``exp(-d^2 /
     sigma^2)``, ``sigma`` the median edge length), mapped back by ``D^-1/2``, each column's
-    sign fixed so its first entry is at most 0. Needs ``m <= n - 2``."""
+    sign fixed so its first entry is at most 0. ``graph`` as for :func:`spectral_coordinate`;
+    ``dimensions`` an integer ``1 <= m <= n - 2`` (``ValueError`` naming either)."""
+    graph = _checked_graph(graph, connected=True, symmetric=True)
+    return _spectral_embedding(graph, _checked_dimensions(dimensions, graph.shape[0], "graph"))
+
+
+def _checked_dimensions(dimensions, n: int, what: str) -> int:
+    """``dimensions`` as an int in ``1 .. n - 2`` (Laplacian eigenmaps of ``what``'s ``n`` nodes)."""
+    dimensions = check_count(dimensions, "dimensions", 1)
+    if dimensions > n - 2:
+        raise ValueError(
+            f"dimensions must be at most n - 2 = {n - 2} for eigenmaps of {what}'s {n} nodes, "
+            f"got {dimensions}"
+        )
+    return dimensions
+
+
+def _spectral_embedding(graph: csr_array, dimensions: int) -> np.ndarray:
+    """:func:`spectral_embedding` of a sparse graph (``m`` columns for ``m <= n - 2``, fewer
+    past ``n - 1``). No checks are performed."""
     n = graph.shape[0]
     edges = graph.tocoo()
     lengths = edges.data[edges.data > 1e-300]  # duplicates' edges (1e-300) would make sigma ~0
@@ -333,10 +522,16 @@ def mds_embedding(distances: np.ndarray, dimensions: int) -> np.ndarray:
     best match ``distances`` (the top ``m`` eigenpairs of the double-centred ``-D^2 / 2``;
     Isomap when ``distances`` are geodesic), each column's sign fixed so its first entry is
     at most 0. Directions with no spread get coordinate 0. The distances are divided by a
-    power of two near the largest before squaring (no overflow); they must be finite."""
+    power of two near the largest before squaring (no overflow). ``distances`` must be square,
+    finite and >= 0, ``dimensions`` an integer in ``1 ..`` :data:`MAX_POINTS` (``ValueError``
+    naming either)."""
+    distances = _checked_distances(distances, remedy=" (classical MDS needs every distance)")
+    return _mds_embedding(distances, check_count(dimensions, "dimensions", 1, MAX_POINTS))
+
+
+def _mds_embedding(distances: np.ndarray, dimensions: int) -> np.ndarray:
+    """:func:`mds_embedding` of a square float64 matrix, finite. No checks are performed."""
     n = distances.shape[0]
-    if not np.all(np.isfinite(distances)):
-        raise ValueError("distances must be finite for classical MDS")
     scale = _power_of_two_scale(float(np.max(distances, initial=0.0)))
     squared = (distances / scale) ** 2
     centred = -0.5 * (squared - squared.mean(axis=0) - squared.mean(axis=1)[:, None] + squared.mean())
@@ -362,19 +557,29 @@ def hull_design(sites: np.ndarray, count: int, *, include: bool = False, candida
     is ordered along a short open path (:func:`chain_order`; two 2-opt sweeps past 2,000
     points), so that points with neighbouring indices are neighbours in space. The greedy
     pass keeps each pool point's squared distance to the design and updates it one
-    coordinate at a time, ``O(count * pool * m)``. ``count`` is at most :data:`MAX_POINTS`
-    (``ValueError``); ``sites`` must be finite. Deterministic."""
-    sites = np.asarray(sites, dtype=np.float64)
+    coordinate at a time, ``O(count * pool * m)``. ``count`` is an integer in ``1 ..``
+    :data:`MAX_POINTS`, ``candidates`` one >= 1, ``include`` a bool, ``sites`` real and
+    finite with a site and a coordinate at least (``ValueError`` naming the one that is
+    not). Deterministic."""
+    sites = _finite_array(sites, "sites", 2)
+    if 0 in sites.shape:
+        raise ValueError(f"sites must have at least one site and one coordinate, got shape {sites.shape}")
+    count = check_count(count, "count", 1)
     check_size(count, "count")
-    if not np.all(np.isfinite(sites)):
-        raise ValueError("sites must be finite")
+    include = check_flag(include, "include")
+    return _hull_design(sites, count, include=include, candidates=check_count(candidates, "candidates", 1))
+
+
+def _hull_design(sites: np.ndarray, count: int, *, include: bool = False, candidates: int = 32) -> np.ndarray:
+    """:func:`hull_design` of float64 ``(K, m)`` sites and a Python int ``count``. No checks are
+    performed."""
     k, m = sites.shape
     if m == 1:
         low, high = float(sites.min()), float(sites.max())
         points = low + (high - low) * (1 - np.cos(np.pi * np.arange(count) / max(count - 1, 1))) / 2
         ordered = np.unique(sites[:, 0])  # sorted, each distinct site once
         if include and ordered.size <= count and high > low:  # the nearest points moved onto them
-            points[np.searchsorted(points, snap_to(ordered, points))] = ordered
+            points[np.searchsorted(points, _snap_to(ordered, points))] = ordered
         return np.sort(points)[:, None]
     try:
         hull = Delaunay(sites)
@@ -415,7 +620,7 @@ def hull_design(sites: np.ndarray, count: int, *, include: bool = False, candida
     design = np.asarray(chosen)
     design = design[np.lexsort(design.T[::-1])]  # a canonical order first: the path then
     passes = 50 if count <= 2_000 else 2  # a rough path is enough for thousands of workers
-    return design[chain_order(pairwise_distances(design), max_passes=passes)]  # the set alone
+    return design[_chain_order(_pairwise_distances(design), max_passes=passes)]  # the set alone
 
 
 @functools.lru_cache(maxsize=16)
@@ -447,7 +652,27 @@ def snap_to(positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
     first target ``>= x_k``, or ``K - 1 - k`` places left of the last ``<= x_k``: further out,
     some target in between is free and moving the block of positions there one place
     back lowers the cost. So each position has a window of at most ``K + 2`` targets and
-    the work and memory are ``O(K min(K, N))``, not ``O(K N)``."""
+    the work and memory are ``O(K min(K, N))``, not ``O(K N)``.
+
+    ``positions`` sorted, ``targets`` in any order, no fewer: 1-D, real and finite
+    (``ValueError`` naming the one that is not)."""
+    positions = _finite_array(positions, "positions", 1)
+    targets = _finite_array(targets, "targets", 1)
+    if np.any(np.diff(positions) < 0):
+        raise ValueError("positions must be sorted (non-decreasing)")
+    if targets.size < positions.size:
+        raise ValueError(
+            f"targets must be at least as many as positions: {targets.size} targets for "
+            f"{positions.size} positions"
+        )
+    if positions.size == 0:
+        return np.zeros(0)
+    return _snap_to(positions, targets)
+
+
+def _snap_to(positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """:func:`snap_to` of sorted float64 ``positions`` (at least one) and no fewer
+    ``targets``. No checks are performed."""
     positions = np.asarray(positions, dtype=np.float64)
     targets = np.sort(np.asarray(targets, dtype=np.float64))
     k, n = positions.size, targets.size
@@ -481,35 +706,85 @@ class Reference:
     """A reference set of unlabelled samples for geodesic distances and a spectral
     coordinate, prepared once: its points (flattened, float64), its own k-nearest-neighbour
     graph (components joined by their shortest links; ``components``: how many it had)
-    and (lazily) its Fiedler coordinate. At most :data:`MAX_POINTS` samples."""
+    and (lazily) its Fiedler coordinate.
+
+    ``samples``: ``M`` samples ``(M, ...)``, ``2 <= M <=`` :data:`MAX_POINTS`, real and
+    finite, whose distances do not overflow float64; ``neighbours``: an integer >= 1 (``M -
+    1`` are used when it is more). The methods take inputs ``(K, D)`` with ``K >= 1`` and
+    ``D`` the samples' flattened size. Anything else raises ``ValueError`` naming the
+    argument."""
 
     def __init__(self, samples, neighbours: int):
-        check_size(len(samples), "reference")
-        self.points = np.asarray(samples, dtype=np.float64).reshape(len(samples), -1)
+        points = check_real_array(samples, "samples")
+        if points.ndim == 0 or points.shape[0] < 2:
+            raise ValueError(f"samples must hold at least 2 samples (M, ...), got shape {points.shape}")
+        check_size(points.shape[0], "samples")
+        if not np.all(np.isfinite(points)):
+            raise ValueError("samples contains NaN or inf")
+        self._prepare(
+            points.reshape(points.shape[0], -1), check_count(neighbours, "neighbours", 1), "samples"
+        )
+
+    @classmethod
+    def _of_points(cls, points: np.ndarray, neighbours: int, name: str) -> Reference:
+        """The reference of float64 ``points`` ``(M, D)``, ``M >= 2``, finite, and an int
+        ``neighbours >= 1``. No checks are performed but the overflow of the distances
+        (``ValueError`` naming ``name``)."""
+        reference = cls.__new__(cls)
+        reference._prepare(points, neighbours, name)
+        return reference
+
+    def _prepare(self, points: np.ndarray, neighbours: int, name: str) -> None:
+        self.points = np.asarray(points, dtype=np.float64).reshape(len(points), -1)
         self.neighbours = neighbours
-        distances = pairwise_distances(self.points)
+        distances = _pairwise_distances(self.points)
         if not np.all(np.isfinite(distances)):
-            raise ValueError("reference: its samples' distances overflow float64 (values near 1e308)")
-        self.graph, self.components = join_components(knn_graph(distances, neighbours, join=False), distances)
+            raise ValueError(f"{name}: its samples' distances overflow float64 (values near 1e308)")
+        self.graph, self.components = _join_components(
+            _knn_graph(distances, neighbours, join=False), distances
+        )
         self._coordinate = None
         self._embeddings = {}
+
+    def _checked_inputs(self, inputs) -> np.ndarray:
+        """``inputs`` as float64 ``(K, D)``, K >= 1, finite, of the samples' width ``D``, whose
+        distances to the samples cannot overflow."""
+        inputs = _finite_array(inputs, "inputs", 2)
+        width = self.points.shape[1]
+        if inputs.shape[0] < 1 or inputs.shape[1] != width:
+            raise ValueError(
+                f"inputs must have shape (K, {width}), K >= 1: rows of the samples' flattened "
+                f"size, got {inputs.shape}"
+            )
+        check_size(inputs.shape[0], "inputs")
+        peak = float(np.max(np.abs(inputs))) + float(np.max(np.abs(self.points), initial=0.0))
+        if not np.sqrt(width) * peak < 1e300:  # every distance is at most this
+            raise ValueError(
+                f"inputs hold values up to {float(np.max(np.abs(inputs))):.3g}: their distances to "
+                "the samples overflow float64"
+            )
+        return inputs
 
     @property
     def coordinate(self) -> np.ndarray:
         if self._coordinate is None:
-            self._coordinate = spectral_coordinate(self.graph)
+            self._coordinate = _spectral_coordinate(self.graph)
         return self._coordinate
 
     def embedding(self, dimensions: int) -> np.ndarray:
-        """The reference's Laplacian eigenmap, ``(M, m)`` (computed once per ``m``)."""
+        """The reference's Laplacian eigenmap, ``(M, m)`` (computed once per ``m``), ``1 <= m
+        <= M - 2``."""
+        return self._embedding(_checked_dimensions(dimensions, self.points.shape[0], "the samples"))
+
+    def _embedding(self, dimensions: int) -> np.ndarray:
         if dimensions not in self._embeddings:
-            self._embeddings[dimensions] = spectral_embedding(self.graph, dimensions)
+            self._embeddings[dimensions] = _spectral_embedding(self.graph, dimensions)
         return self._embeddings[dimensions]
 
     def geodesic_distances(self, inputs: np.ndarray) -> np.ndarray:
         """``(K, K)`` shortest-path distances between the inputs through the reference's
         graph joined with them (:meth:`geodesics`, without the count)."""
-        return self.geodesics(inputs)[0]
+        return self._geodesics(self._checked_inputs(inputs))[0]
 
     def geodesics(self, inputs: np.ndarray) -> tuple[np.ndarray, int]:
         """``(distances, components)``: the ``(K, K)`` shortest-path distances between the
@@ -520,8 +795,14 @@ class Reference:
         than to any sample (near-duplicates) links only among itself: such pieces are joined
         to the rest by their shortest links (:func:`join_components`), so every distance is
         finite (``components`` > 1 says this happened)."""
+        return self._geodesics(self._checked_inputs(inputs))
+
+    def _geodesics(self, inputs: np.ndarray) -> tuple[np.ndarray, int]:
+        """:meth:`geodesics` of float64 ``(K, D)`` inputs. No checks are performed."""
         k, m = inputs.shape[0], self.points.shape[0]
-        to_all = np.concatenate([pairwise_distances(inputs, self.points), pairwise_distances(inputs)], axis=1)
+        to_all = np.concatenate(
+            [_pairwise_distances(inputs, self.points), _pairwise_distances(inputs)], axis=1
+        )
         to_all[np.arange(k), m + np.arange(k)] = np.inf  # not its own neighbour
         count = min(self.neighbours, m + k - 1)
         nearest = np.argpartition(to_all, count - 1, axis=1)[:, :count]
@@ -532,22 +813,31 @@ class Reference:
         reference = self.graph.tocoo()
         base = csr_array((reference.data, (reference.row, reference.col)), shape=(m + k, m + k))
         graph = base.maximum(links).maximum(links.T)
-        graph, components = join_components(graph, to_all, rows=m + np.arange(k))
+        graph, components = _join_components(graph, to_all, rows=m + np.arange(k))
         distances = shortest_path(graph, method="D", directed=False, indices=m + np.arange(k))[:, m:]
         return distances, components
 
     def coordinate_of(self, inputs: np.ndarray) -> np.ndarray:
         """The reference's spectral coordinate extended to new inputs: the average over each
         input's nearest reference points, weighted by Gaussian affinity (Nystrom-style)."""
+        return self._coordinate_of(self._checked_inputs(inputs))
+
+    def _coordinate_of(self, inputs: np.ndarray) -> np.ndarray:
         return self._extend(inputs, self.coordinate[:, None])[:, 0]
 
     def embedding_of(self, inputs: np.ndarray, dimensions: int) -> np.ndarray:
         """The reference's ``m``-dimensional eigenmap extended to new inputs, as
-        :meth:`coordinate_of` extends the first coordinate."""
-        return self._extend(inputs, self.embedding(dimensions))
+        :meth:`coordinate_of` extends the first coordinate (``1 <= m <= M - 2``)."""
+        inputs = self._checked_inputs(inputs)
+        return self._embedding_of(
+            inputs, _checked_dimensions(dimensions, self.points.shape[0], "the samples")
+        )
+
+    def _embedding_of(self, inputs: np.ndarray, dimensions: int) -> np.ndarray:
+        return self._extend(inputs, self._embedding(dimensions))
 
     def _extend(self, inputs: np.ndarray, values: np.ndarray) -> np.ndarray:
-        to_reference = pairwise_distances(inputs, self.points)
+        to_reference = _pairwise_distances(inputs, self.points)
         count = min(self.neighbours, self.points.shape[0])
         nearest = np.argpartition(to_reference, count - 1, axis=1)[:, :count]
         d = np.take_along_axis(to_reference, nearest, axis=1)
@@ -561,12 +851,25 @@ def arc_positions(gaps: np.ndarray, points: np.ndarray) -> np.ndarray:
     normalised arc length ``s`` in [0, 1] mapped through the piecewise-linear map that sends
     ``s = k / (K - 1)`` to the sorted ``points[k]``, so equal gaps give back ``points``.
     Zero or tiny gaps are widened to 1e-3 of the mean gap, so positions stay distinct; all
-    gaps zero give ``points`` back. Gaps must be finite and >= 0 (``ValueError``)."""
+    gaps zero give ``points`` back. ``points``: one or more, real and finite; ``gaps``:
+    ``K - 1`` of them, finite and >= 0 (``ValueError`` naming the one that is not)."""
+    points = _finite_array(points, "points", 1)
+    if points.size == 0:
+        raise ValueError("points must hold at least one point")
+    gaps = _finite_array(gaps, "gaps", 1)
+    if gaps.size != points.size - 1:
+        raise ValueError(f"gaps must hold K - 1 = {points.size - 1} lengths for K points, got {gaps.size}")
+    if np.any(gaps < 0):
+        raise ValueError(f"gaps must be >= 0, got {float(np.min(gaps))!r}")
+    return _arc_positions(gaps, points)
+
+
+def _arc_positions(gaps: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """:func:`arc_positions` of ``K - 1`` float64 gaps, finite and >= 0, and ``K >= 1``
+    points. No checks are performed."""
     points = np.sort(np.asarray(points, dtype=np.float64))
     count = points.size
     gaps = np.asarray(gaps, dtype=np.float64)
-    if not np.all(np.isfinite(gaps)) or np.any(gaps < 0):
-        raise ValueError("gaps must be finite and >= 0")
     if count == 1:
         return points.copy()
     gaps = gaps / _power_of_two_scale(float(np.max(gaps, initial=0.0)))  # exact; the sum cannot overflow
