@@ -323,7 +323,9 @@ def test_thin_plate_options_are_checked():
     from codedcomputing.codes.manifold import ThinPlateCode
 
     with pytest.raises(ValueError, match="worker_sites"):
-        ThinPlateCode(3, 6, sites=np.zeros((3, 2)), worker_sites=np.zeros((6, 3)))
+        ThinPlateCode(3, 6, sites=np.eye(3, 2), worker_sites=np.zeros((6, 3)))
+    with pytest.raises(ValueError, match="sites must be distinct"):
+        ThinPlateCode(3, 6, sites=np.zeros((3, 2)), worker_sites=np.zeros((6, 2)))
     with pytest.raises(ValueError, match="sites"):
         ThinPlateCode(3, 6, sites=np.full((3, 2), np.nan), worker_sites=np.zeros((6, 2)))
 

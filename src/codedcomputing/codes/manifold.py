@@ -116,9 +116,9 @@ def thin_plate_map(knots: np.ndarray, smoothing: float, targets: np.ndarray) -> 
     if n < m + 1 or np.linalg.matrix_rank(poly_knots) < m + 1:
         return poly_targets @ np.linalg.pinv(poly_knots)
     system = np.zeros((n + m + 1, n + m + 1))
-    system[:n, :n] = _thin_plate_kernel(layout.pairwise_distances(knots)) + smoothing * np.eye(n)
+    system[:n, :n] = _thin_plate_kernel(layout._pairwise_distances(knots)) + smoothing * np.eye(n)
     system[:n, n:], system[n:, :n] = poly_knots, poly_knots.T
-    to_knots = layout.pairwise_distances(targets, knots)
+    to_knots = layout._pairwise_distances(targets, knots)
     basis = np.c_[_thin_plate_kernel(to_knots), poly_targets]
     by_rows = len(targets) < n
     rhs = basis.T if by_rows else np.r_[np.eye(n), np.zeros((m + 1, n))]
@@ -187,7 +187,9 @@ class ThinPlateCode(Code):
     lambda_enc, lambda_dec : float, default 0
         The smoothing parameters (mean convention), >= 0; 0 interpolates.
     sites : array_like, shape (K, m)
-        Where the inputs sit, distinct.
+        Where the inputs sit, distinct (``ValueError`` otherwise: two inputs at one site
+        could not take two values there). The code :meth:`ManifoldGCC.bind` returns puts
+        identical inputs on one site; ``get_params`` then gives sites this constructor refuses.
     worker_sites : array_like, shape (N, m)
         Where the workers sit, in worker order.
 
@@ -220,15 +222,32 @@ class ThinPlateCode(Code):
         sites,
         worker_sites,
     ):
-        check_count(num_inputs, "num_inputs", 1, MAX_THIN_PLATE_POINTS)
-        check_count(num_workers, "num_workers", 2, MAX_THIN_PLATE_POINTS)
+        num_inputs = check_count(num_inputs, "num_inputs", 1, MAX_THIN_PLATE_POINTS)
+        num_workers = check_count(num_workers, "num_workers", 2, MAX_THIN_PLATE_POINTS)
+        lambda_enc = check_lambda(lambda_enc, "lambda_enc")
+        lambda_dec = check_lambda(lambda_dec, "lambda_dec")
+        sites = self._check_sites(sites, num_inputs, "sites", None)
+        if np.unique(sites, axis=0).shape[0] < num_inputs:
+            raise ValueError("sites must be distinct: two inputs at one site cannot take two values there")
+        worker_sites = self._check_sites(worker_sites, num_workers, "worker_sites", sites.shape[1])
         super().__init__(num_inputs, num_workers)
-        self.lambda_enc = check_lambda(lambda_enc, "lambda_enc")
-        self.lambda_dec = check_lambda(lambda_dec, "lambda_dec")
-        self.sites = self._check_sites(sites, self.num_inputs, "sites", None)
-        self.worker_sites = self._check_sites(
-            worker_sites, self.num_workers, "worker_sites", self.sites.shape[1]
-        )
+        self._build(lambda_enc, lambda_dec, sites, worker_sites)
+
+    @classmethod
+    def _bound(cls, num_inputs, num_workers, lambda_enc, lambda_dec, sites, worker_sites) -> ThinPlateCode:
+        """The code :meth:`ManifoldGCC.bind` builds from checked sizes and lambdas and float64
+        sites, finite, of the right shapes, which it owns; identical inputs share a site
+        (equal values there). No checks are performed."""
+        code = cls.__new__(cls)
+        Code.__init__(code, num_inputs, num_workers)
+        code._build(lambda_enc, lambda_dec, _read_only(sites), _read_only(worker_sites))
+        return code
+
+    def _build(
+        self, lambda_enc: float, lambda_dec: float, sites: np.ndarray, worker_sites: np.ndarray
+    ) -> None:
+        self.lambda_enc, self.lambda_dec = lambda_enc, lambda_dec
+        self.sites, self.worker_sites = sites, worker_sites
         self._encoder = _read_only(
             _canonical_map(self.sites, self.num_inputs * self.lambda_enc, self.worker_sites)
         )
@@ -325,7 +344,7 @@ def _separate(sites: np.ndarray) -> np.ndarray:
     its mean, ``1e-3`` apart (on a segment in 1-D, a circle otherwise), in row order: what
     :func:`~codedcomputing.layout.arc_positions` does with zero gaps on a line."""
     count, m = sites.shape
-    close = layout.pairwise_distances(sites) <= _FLAT
+    close = layout._pairwise_distances(sites) <= _FLAT
     if count < 2 or np.count_nonzero(close) == count:  # only the diagonal
         return sites
     clusters = connected_components(csr_array(close), directed=False)[1]
@@ -363,16 +382,16 @@ class _Geometry:
         if self._matrix is None:
             reference = self._code._reference
             if reference is None:
-                self._matrix = layout.pairwise_distances(self._flat)
+                self._matrix = layout._pairwise_distances(self._flat)
             else:
-                self._matrix, joined = reference.geodesics(self._flat)
+                self._matrix, joined = reference._geodesics(self._flat)
                 self.components += joined - 1  # the reference's own links, then the batch's
         return self._matrix
 
     def gaps(self, order: np.ndarray) -> np.ndarray:
         """The ``K - 1`` distances between consecutive inputs of ``order``."""
         if self._matrix is None and self._code._reference is None:
-            return layout.consecutive_distances(self._flat[order])
+            return layout._consecutive_distances(self._flat[order])
         return self.matrix[order[:-1], order[1:]]
 
 
@@ -546,7 +565,11 @@ class ManifoldGCC(Code):
         )
         self.lambda_enc, self.lambda_dec = self._template.lambda_enc, self._template.lambda_dec
         self.reference = None if reference is None else self._check_reference(reference)
-        self._reference = None if reference is None else layout.Reference(self.reference, self.neighbours)
+        self._reference = (
+            None
+            if reference is None
+            else layout.Reference._of_points(self.reference, self.neighbours, "reference")
+        )
 
     @staticmethod
     def _check_sizes(num_inputs, num_workers, design: str, reference) -> None:
@@ -570,7 +593,10 @@ class ManifoldGCC(Code):
         if rows < 2:
             raise ValueError(f"reference must hold at least 2 samples (M, ...), got {reference!r:.80}")
         layout.check_size(rows, "reference")
-        return _arraylib.to_float64(_arraylib.check_inputs(reference, rows, "reference"))
+        array = _arraylib.check_inputs(reference, rows, "reference")
+        if array.is_complex() if _arraylib.is_torch(array) else np.iscomplexobj(array):
+            raise ValueError(f"reference must hold real numbers, got dtype {array.dtype}")
+        return _arraylib.to_float64(array)
 
     @property
     def min_results(self) -> int:
@@ -610,9 +636,9 @@ class ManifoldGCC(Code):
             gaps = geometry.gaps(inverse[order])  # 0 between identical inputs
             if self.spacing == "centripetal":  # square roots of the chords (Catmull-Rom's choice)
                 gaps = np.sqrt(gaps)
-            sorted_alpha = layout.arc_positions(gaps, base)
+            sorted_alpha = layout._arc_positions(gaps, base)
         if self.systematic and self.num_inputs <= self.num_workers:
-            sorted_alpha = layout.snap_to(sorted_alpha, self.beta)
+            sorted_alpha = layout._snap_to(sorted_alpha, self.beta)
         alpha = np.empty(self.num_inputs)
         alpha[order] = sorted_alpha  # input order[i] sits at the i-th point
         bound = GCC(
@@ -650,9 +676,11 @@ class ManifoldGCC(Code):
         else:
             distinct_sites, components = self._embed(distinct, m)
             include = self.systematic and count <= n
-            workers = layout.hull_design(distinct_sites, n, include=include)
+            workers = layout._hull_design(distinct_sites, n, include=include)
             sites = distinct_sites[inverse]  # identical inputs share their site
-        bound = ThinPlateCode(k, n, self.lambda_enc, self.lambda_dec, sites=sites, worker_sites=workers)
+        # identical inputs share a site: a code the public constructor, which wants distinct
+        # sites, would refuse (the values there are equal, so the spline is defined)
+        bound = ThinPlateCode._bound(k, n, self.lambda_enc, self.lambda_dec, sites, workers)
         bound.layout = SiteLayout(
             sites=bound.sites,
             worker_sites=bound.worker_sites,
@@ -670,17 +698,17 @@ class ManifoldGCC(Code):
         components = 1 if self._reference is None else self._reference.components
         if self.embedding == "isomap":
             geometry = _Geometry(self, flat)
-            sites, components = layout.mds_embedding(geometry.matrix, m), geometry.components
+            sites, components = layout._mds_embedding(geometry.matrix, m), geometry.components
         elif self._reference is not None:
-            sites = self._reference.embedding_of(flat, m)
+            sites = self._reference._embedding_of(flat, m)
         elif flat.shape[0] >= m + 2:
-            distances = layout.pairwise_distances(flat)
-            graph, components = layout.join_components(
-                layout.knn_graph(distances, self.neighbours, join=False), distances
+            distances = layout._pairwise_distances(flat)
+            graph, components = layout._join_components(
+                layout._knn_graph(distances, self.neighbours, join=False), distances
             )
-            sites = layout.spectral_embedding(graph, m)
+            sites = layout._spectral_embedding(graph, m)
         else:  # too few inputs for m non-trivial eigenvectors
-            sites = layout.mds_embedding(layout.pairwise_distances(flat), m)
+            sites = layout._mds_embedding(layout._pairwise_distances(flat), m)
         sites = _span(sites)
         sites = sites - (sites.max(axis=0) + sites.min(axis=0)) / 2
         extent = float(np.max(np.abs(sites)))
@@ -693,20 +721,20 @@ class ManifoldGCC(Code):
         if self.design == "none" or k < 3:
             return np.arange(k)
         if self.design == "chain":
-            return layout.chain_order(geometry.matrix)
+            return layout._chain_order(geometry.matrix)
         if self.design == "pca":
             centred = flat - flat.mean(axis=0)
-            first = layout.first_principal_axis(centred)
+            first = layout._first_principal_axis(centred)
             return np.argsort(centred @ first, kind="stable")
         if self._reference is not None:
-            coordinate = self._reference.coordinate_of(flat)
+            coordinate = self._reference._coordinate_of(flat)
         else:
-            distances = layout.pairwise_distances(flat)
-            graph, components = layout.join_components(
-                layout.knn_graph(distances, self.neighbours, join=False), distances
+            distances = layout._pairwise_distances(flat)
+            graph, components = layout._join_components(
+                layout._knn_graph(distances, self.neighbours, join=False), distances
             )
             geometry.components = components
-            coordinate = layout.spectral_coordinate(graph)
+            coordinate = layout._spectral_coordinate(graph)
         return np.argsort(coordinate, kind="stable")
 
     def _encode(self, X):
