@@ -79,3 +79,32 @@ class PartitionFaults:
 
     def as_problem(self) -> Problem:
         return Problem(self.gradient, self.problem.loss, self.problem.initial, self.problem.num_partitions)
+
+
+class DiesOnce:
+    """A problem's gradient whose process dies (SIGKILL) the ``at_call``-th time it computes
+    ``partition`` in that process, once across all processes (an exclusive flag file): a Ray
+    actor that dies mid-run."""
+
+    def __init__(self, problem: Problem, partition: int, at_call: int, flag):
+        self.problem, self.partition, self.at_call, self.flag = problem, partition, at_call, str(flag)
+        self.calls = 0
+
+    def gradient(self, theta, partition):
+        import os
+        import signal
+
+        if partition == self.partition:
+            self.calls += 1
+            if self.calls >= self.at_call:
+                try:
+                    with open(self.flag, "x"):
+                        pass
+                except FileExistsError:
+                    pass
+                else:
+                    os.kill(os.getpid(), signal.SIGKILL)
+        return self.problem.gradient(theta, partition)
+
+    def as_problem(self) -> Problem:
+        return Problem(self.gradient, self.problem.loss, self.problem.initial, self.problem.num_partitions)

@@ -1,9 +1,12 @@
 """Training with gradient codes on Ray: one actor per worker keeps its state; exact codes
-follow DGD's iterates and pipelined ones train (a short run: Ray and 12 actors take seconds)."""
+follow DGD's iterates and pipelined ones train (a short run: Ray and 12 actors take seconds);
+an actor that dies mid-run is a straggler and is replaced, dead actors left in the cluster's
+cache are replaced at the next run, and the cluster keeps actors for two problems only."""
 
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -11,7 +14,8 @@ import pytest
 import codedcomputing as cc
 import training_problems
 from codedcomputing.gradient_coding import simulate, train_on_cluster
-from training_problems import least_squares
+from codedcomputing.gradient_coding.cluster import MAX_CACHED_PROBLEMS
+from training_problems import DiesOnce, least_squares
 
 pytestmark = pytest.mark.slow
 
@@ -37,3 +41,59 @@ def test_exact_and_pipelined_codes_train_on_ray_actors(ray_cluster):
     assert pgc[-1].loss < pgc[0].loss
     assert pgc[-1].ages.shape == (12, 3) and pgc[-1].ages.min() == 0
     assert all(later.wall_time_s > earlier.wall_time_s for earlier, later in itertools.pairwise(pgc))
+
+
+@pytest.mark.parametrize("scheme", ["pgc-cr", "pgc-fr", "gc-cr"])
+def test_an_actor_that_dies_mid_run_is_a_straggler_and_is_replaced(ray_cluster, tmp_path, scheme):
+    """PGC-CR and PGC-FR aborted with ActorDiedError when one of 6 actors died, though s = 2.
+    The death is seen when the master next looks at that actor's call: during the run (its
+    step or a later one), or, if the run ended first, when the next run starts."""
+    flag = tmp_path / "died"
+    problem = DiesOnce(least_squares(6), partition=2, at_call=2, flag=flag).as_problem()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        history = train_on_cluster(scheme, problem, 2, 8, ray_cluster, lr=0.05, step_timeout_s=20.0)
+        again = train_on_cluster(scheme, problem, 2, 3, ray_cluster, lr=0.05, step_timeout_s=20.0)
+    assert flag.exists()  # an actor did die, in the first run (its second gradient of partition 2)
+    replaced = [str(w.message) for w in caught if "died and were replaced" in str(w.message)]
+    assert replaced == [f"{scheme}: 1 worker actors died and were replaced during the run"], replaced
+    assert len(history) == 9 and all(np.isfinite(step.loss) for step in history)
+    assert not any(step.degraded for step in history + again)
+    if scheme == "gc-cr":  # one missing worker of s = 2: still exact
+        reference = simulate("dgd", least_squares(6), 2, 8, lr=0.05)
+        np.testing.assert_allclose([s.loss for s in history], [s.loss for s in reference], rtol=1e-9)
+    else:
+        assert history[-1].loss < 0.5 * history[0].loss
+    for step in again[1:]:  # the replacement answers: no worker is dead or starting any more
+        assert not any("died" in why or "not ready" in why for why in step.failed.values()), step.failed
+
+
+def test_dead_actors_in_the_cache_are_replaced_at_the_next_run(ray_cluster):
+    """After an actor death every later run with the same problem failed at once."""
+    import ray
+
+    problem = least_squares(6)
+    train_on_cluster("gc-cr", problem, 1, 2, ray_cluster, lr=0.05)
+    pool = ray_cluster._gradient_workers[id(problem)]
+    dead = pool.actors[3]
+    ray.kill(dead, no_restart=True)
+    with pytest.warns(RuntimeWarning, match="died and were replaced"):
+        history = train_on_cluster("gc-cr", problem, 1, 4, ray_cluster, lr=0.05)
+    reference = simulate("dgd", problem, 1, 4, lr=0.05)
+    np.testing.assert_allclose([s.loss for s in history], [s.loss for s in reference], rtol=1e-9)
+    assert pool.actors[3] is not dead and all(not step.failed for step in history[1:])
+
+
+def test_the_cluster_keeps_actors_for_the_last_problems_only(ray_cluster):
+    """Each new Problem left 6 more actors alive until close()."""
+    import ray
+
+    problems = [least_squares(3, seed=seed) for seed in range(MAX_CACHED_PROBLEMS + 1)]
+    train_on_cluster("dgd", problems[0], 0, 1, ray_cluster)
+    first = list(ray_cluster._gradient_workers[id(problems[0])].actors)
+    for problem in problems[1:]:
+        train_on_cluster("dgd", problem, 0, 1, ray_cluster)
+    assert list(ray_cluster._gradient_workers) == [id(p) for p in problems[-MAX_CACHED_PROBLEMS:]]
+    for actor in first:  # killed, not merely forgotten
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(actor.reset.remote(0, [0], [1.0], False), timeout=60)

@@ -345,11 +345,16 @@ def _worker_actor():
                     return self.events.setdefault(t, threading.Event())
 
             def work(self, theta, t, delay, fault, settled, seed):
+                """The message, None after an injected hang, or why it failed (a string: an
+                error left in a reference nobody reads would be logged as unhandled)."""
                 state = self.state
                 if settled is not None:  # the previous step's close, should it come after this call
                     state.settle(*settled)
                 closed = self._event(t)
-                message = state.work(self.problem, theta, t, fault=fault, closed=closed, seed=seed)
+                try:
+                    message = state.work(self.problem, theta, t, fault=fault, closed=closed, seed=seed)
+                except Exception as err:  # the worker's failure: the master records it
+                    return f"{type(err).__name__}: {err}"[:300]
                 if message is not None:
                     closed.wait(delay)
                 return message
@@ -367,10 +372,10 @@ def _worker_actor():
 
 class _ActorPool:
     """The ``n`` worker actors a Ray cluster keeps for one problem (shipped once, through the
-    object store), with what a run needs to replace the ones that die: a dead actor (its
-    process or node gone) is replaced by a new one, placed by Ray on a live node, at most
-    ``2 n`` times a run; until the new one is ready, and for good once the replacements are
-    spent, its worker is a straggler."""
+    object store), spread over the live nodes, with what a run needs to replace the ones that
+    die: a dead actor (its process or node gone) is replaced by a new one on a live node, at
+    most ``2 n`` times a run; until the new one is ready, and for good once the replacements
+    are spent, its worker is a straggler."""
 
     def __init__(self, problem: Problem, n: int):
         ray = _ray()
@@ -379,13 +384,29 @@ class _ActorPool:
         self.actors: list = [None] * n
         self.config: list = []
         self.resetting: dict[int, object] = {}
-        self.inflight: dict[int, object] = {}
+        self.inflight: dict[int, list] = {}  # worker -> its calls not read yet
         self.settled: dict[int, tuple[int, bool]] = {}
         self.dead: set[int] = set()
         self.replaced = 0
+        self.nodes: list[str] = []
 
-    def _new(self):
-        return _worker_actor().options(scheduling_strategy="SPREAD").remote(self.shared)
+    def _new(self, i: int):
+        """A new actor for worker ``i``, on the ``i``-th live node round-robin, so that losing
+        a node loses about ``n / nodes`` workers (left to Ray, zero-CPU actors packed 4 of 6
+        on one of 3 nodes here, with a soft preference too). A zero-CPU actor fits any node;
+        one whose node died meanwhile fails, and is replaced on a live one."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        placement = "DEFAULT"
+        if self.nodes:
+            placement = NodeAffinitySchedulingStrategy(self.nodes[i % len(self.nodes)], soft=False)
+        return _worker_actor().options(scheduling_strategy=placement).remote(self.shared)
+
+    def _live_nodes(self) -> list[str]:
+        try:
+            return sorted(node["NodeID"] for node in _ray().nodes() if node.get("Alive"))
+        except Exception:  # no node table: let Ray place them
+            return []
 
     def start(self, run: Run, ages: Ages) -> None:
         """Reset every actor for ``run`` (replacing dead ones) and wait, up to
@@ -394,9 +415,11 @@ class _ActorPool:
         self.config = [(i, run.partitions(i), run.coefficients(i), run.pipelined) for i in range(run.n)]
         self.ages = ages
         self.resetting, self.inflight, self.settled, self.dead, self.replaced = {}, {}, {}, set(), 0
+        if any(actor is None for actor in self.actors):
+            self.nodes = self._live_nodes()
         for i, actor in enumerate(self.actors):
             if actor is None:
-                self.actors[i] = self._new()
+                self.actors[i] = self._new(i)
             self.resetting[i] = self.actors[i].reset.remote(*self.config[i])
         end = time.perf_counter() + SETUP_TIMEOUT_S
         while self.resetting and time.perf_counter() < end:
@@ -423,7 +446,8 @@ class _ActorPool:
             self.resetting.pop(i, None)
             return
         self.replaced += 1
-        self.actors[i] = self._new()
+        self.nodes = self._live_nodes()  # a lost node has left the table by the time its actors' calls fail
+        self.actors[i] = self._new(i)
         self.resetting[i] = self.actors[i].reset.remote(*self.config[i])
 
     def unavailable(self, i: int) -> str | None:
@@ -450,21 +474,26 @@ class _ActorPool:
         return None
 
     def check_inflight(self) -> None:
-        """Look at the calls of earlier steps that finished since: a dead actor is replaced."""
+        """Read the calls of earlier steps that finished since (what nobody reads, Ray logs
+        as unhandled when it failed): a dead actor is replaced."""
         ray = _ray()
-        refs = {ref: i for i, ref in self.inflight.items()}
+        refs = {ref: i for i, calls in self.inflight.items() for ref in calls}
         if not refs:
             return
         ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=0)
+        dead = set()
         for ref in ready:
             i = refs[ref]
-            self.inflight.pop(i, None)
+            self.inflight[i].remove(ref)
             try:
                 ray.get(ref)
             except ray.exceptions.RayActorError:
-                self.replace(i)
+                dead.add(i)
             except Exception:  # a failed step of its own: already recorded
                 pass
+        for i in dead:
+            if self.actors[i] is not None and i not in self.resetting:
+                self.replace(i)
 
     def kill(self) -> None:
         ray = _ray()
@@ -532,7 +561,7 @@ def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster)
                 theta_ref, t, float(delay[i]), faults.get(i), pool.settled.pop(i, None), int(seeds[i])
             )
             owner[ref] = i
-            pool.inflight[i] = ref
+            pool.inflight.setdefault(i, []).append(ref)
         deadline_s = deadline.seconds()
         waiting, alive, messages, timed_out = list(owner), [], [], False
         while waiting and not run.enough(alive):
@@ -547,6 +576,8 @@ def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster)
                 timed_out = True
                 break
             i = owner[ready[0]]
+            if ready[0] in pool.inflight.get(i, ()):
+                pool.inflight[i].remove(ready[0])
             try:
                 value = ray.get(ready[0])
             except ray.exceptions.RayActorError as err:
@@ -558,7 +589,7 @@ def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster)
                 error = cause if isinstance(cause, Exception) else err
                 failed[i] = f"{type(error).__name__}: {error}"[:300]
                 continue
-            why = message_problem(value, run.dim)
+            why = value if isinstance(value, str) else message_problem(value, run.dim)
             if why is not None:
                 failed[i] = why
                 continue
@@ -566,8 +597,8 @@ def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster)
             messages.append(np.asarray(value, dtype=np.float64))
         step_s = time.perf_counter() - start
         for i in owner.values():  # the step closes: late work is dropped, sleepers wake
-            if i in pool.inflight and pool.actors[i] is not None and i not in pool.resetting:
-                pool.actors[i].close.remote(t, i in alive)
+            if pool.actors[i] is not None and i not in pool.resetting and i not in pool.dead:
+                pool.inflight.setdefault(i, []).append(pool.actors[i].close.remote(t, i in alive))
                 pool.settled[i] = (t, i in alive)
         if run.pipelined:  # the master's record (its workers' own is in their processes)
             for i in owner.values():
