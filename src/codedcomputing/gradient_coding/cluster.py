@@ -219,7 +219,7 @@ def train(
     the start, first), with real seconds.
 
     ``faults``: injected worker faults (``None``, ``{worker: kind}`` or a
-    :mod:`codedcomputing.faults` model; :mod:`~codedcomputing.gradient_coding.training`).
+    :mod:`codedcomputing.runtime.faults` model; :mod:`~codedcomputing.gradient_coding.training`).
     ``step_timeout_s``: each step's deadline in seconds (``None``: automatic; module
     docstring). Raises :class:`~.codes.TooManyStragglersError` (with ``history``) when an
     exact scheme cannot decode a step; warns when an approximate one took degraded steps."""

@@ -32,17 +32,17 @@ has the parameters' shape; anything else (the gradient raised, returned NaN or t
 shape, the worker hung or missed the step's deadline) makes the worker a straggler of that
 step, on every trainer alike. What a scheme does when its usable messages fall short:
 
-========  ===========  =====================  ==========================================
-scheme    kind         waits for              fewer usable messages than that
-========  ===========  =====================  ==========================================
-dgd       exact        all ``n``              :class:`~.codes.TooManyStragglersError`
-gc-fr     exact        one per group          :class:`~.codes.TooManyStragglersError`
-gc-cr     exact        the fastest ``n - s``  :class:`~.codes.TooManyStragglersError`
-pgc-fr    exact decode one per group          :class:`~.codes.TooManyStragglersError`
-is-sgd    approximate  the fastest ``n - s``  a *degraded* step over the ``m`` that came
-is-gc     approximate  the fastest ``n - s``  a *degraded* step over the ``m`` that came
-pgc-cr    approximate  the fastest ``n - s``  a *degraded* step: ``sum / (m (s + 1))``
-========  ===========  =====================  ==========================================
+========  ============  =====================  ==========================================
+scheme    kind          waits for              fewer usable messages than that
+========  ============  =====================  ==========================================
+dgd       exact         all ``n``              :class:`~.codes.TooManyStragglersError`
+gc-fr     exact         one per group          :class:`~.codes.TooManyStragglersError`
+gc-cr     exact         the fastest ``n - s``  :class:`~.codes.TooManyStragglersError`
+pgc-fr    exact decode  one per group          :class:`~.codes.TooManyStragglersError`
+is-sgd    approximate   the fastest ``n - s``  a *degraded* step over the ``m`` that came
+is-gc     approximate   the fastest ``n - s``  a *degraded* step over the ``m`` that came
+pgc-cr    approximate   the fastest ``n - s``  a *degraded* step: ``sum / (m (s + 1))``
+========  ============  =====================  ==========================================
 
 A degraded step is flagged (``Step.degraded``) and the run warns once (``RuntimeWarning``);
 with no usable message at all every scheme raises. The error carries the steps done so far
@@ -52,7 +52,7 @@ steps stale by design.) A worker that returns finite wrong values (``"garbage"``
 detected: that is what :mod:`codedcomputing.adversaries` and the robust codes are for.
 
 Injected faults (``faults``, both trainers): ``None``, ``{worker: kind}`` (every step), or a
-:mod:`codedcomputing.faults` model (drawn per step), with kinds :data:`FAULT_KINDS`:
+:mod:`codedcomputing.runtime.faults` model (drawn per step), with kinds :data:`FAULT_KINDS`:
 ``"raise"`` (the worker raises instead of computing), ``"hang"`` (it never answers this step:
 on threads and Ray it blocks, holding its thread, until the master closes the step; here it
 never arrives), ``"nan"`` / ``"shape"`` (it computes, then sends NaN / a vector one entry
@@ -608,7 +608,7 @@ def simulate(
     (step 0, the initial loss) first.
 
     ``faults``: injected worker faults (``None``, ``{worker: kind}`` or a
-    :mod:`codedcomputing.faults` model; module docstring), drawn from their own stream of
+    :mod:`codedcomputing.runtime.faults` model; module docstring), drawn from their own stream of
     ``seed``. ``step_timeout_s``: virtual seconds after which the master stops waiting for a
     step (``None``: no deadline). Raises :class:`~.codes.TooManyStragglersError` (with
     ``history``) when an exact scheme cannot decode a step."""
