@@ -143,7 +143,7 @@ def _not_an_experiments_csv(tmp_path, kind):
 @pytest.mark.parametrize(
     ("kind", "says"),
     [
-        ("readme", "is not an experiment's CSV"),
+        ("readme", "has no 'experiment' column"),
         ("no-experiment-column", "has no 'experiment' column"),
         ("unknown-experiment", "unknown experiment 'nonesuch'"),
         ("missing-columns", "lacks the polynomial columns"),

@@ -351,12 +351,17 @@ def plot(
     csv_path: Path = typer.Argument(..., exists=True, dir_okay=False, help="A CSV written by an experiment."),
     out: Path = typer.Option(None, "--out", help="Directory for the figures (default: beside the CSV)."),
 ) -> None:
-    """Redraw an experiment's figures from its CSV, without recomputing, and print its headline."""
+    """Redraw an experiment's figures from its CSV, without recomputing, and print its headline.
+
+    Rows with a cell a figure cannot use (NaN, empty, text where a number goes, out of range,
+    a line cut short) are left out, and one line says how many and why."""
     out = out if out is not None else csv_path.parent
     _check_out(out)
     out_console = console()
     try:
-        figures = redraw(csv_path, out, console=out_console)
+        figures = redraw(
+            csv_path, out, console=out_console, warn=lambda line: typer.echo(f"coded plot: {line}", err=True)
+        )
     except NotAnExperimentCSV as err:  # one line, with a usage error's status
         typer.echo(f"coded plot: {err}", err=True)
         raise typer.Exit(2) from None

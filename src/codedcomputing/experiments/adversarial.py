@@ -41,7 +41,19 @@ from .. import adversaries, datasets, metrics, models
 from .._progress import progress as show_progress
 from ..codes import BACC, GCC, ApproxIFER, RobustGCC
 from ..errors import NonFiniteResultWarning
-from .records import Headline, band_note, means, pyplot, save_figure, summarise
+from .records import (
+    COUNT,
+    NONNEGATIVE,
+    SIZE,
+    TEXT,
+    Cell,
+    Headline,
+    band_note,
+    means,
+    pyplot,
+    save_figure,
+    summarise,
+)
 
 NAME = "adversarial"
 SUMMARY = "robust GCC: MSE against N with q = ceil(N^a) liars, every attack; slopes"
@@ -57,20 +69,23 @@ LOSS = {
 }
 SCALES = (0.0, *(10.0**p for p in range(-9, 1)))  # the calibration grid of the schedule's constant
 GOAL = (200, 10)  # (N, q) of the goal setting
-COLUMNS = (
-    "function",
-    "attack",
-    "scheme",
-    "exponent",
-    "num_inputs",
-    "num_workers",
-    "num_adversaries",
-    "bound",
-    "lambda_dec",
-    "trial",
-    "mse",
-    "decode_s",
-)
+# what plot and headline read, and what they need of each cell: `coded plot` leaves out the
+# rows where one is not so, and refuses a CSV without these columns
+CELLS = {
+    "function": TEXT,
+    "attack": TEXT,
+    "scheme": TEXT,
+    "exponent": Cell("number", low=0, optional=True),  # empty in the goal setting's rows
+    "num_inputs": SIZE,
+    "num_workers": SIZE,
+    "num_adversaries": COUNT,
+    "bound": Cell("number"),
+    "lambda_dec": Cell("number", optional=True),  # empty for the codes without one
+    "trial": COUNT,
+    "mse": NONNEGATIVE,
+    "decode_s": NONNEGATIVE,
+}
+COLUMNS = tuple(CELLS)
 
 
 @dataclass(frozen=True)
@@ -278,7 +293,8 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     every scheme at a = 0.5 (or the nearest exponent run)."""
     plt = pyplot()
     sweep = [row for row in rows if row["exponent"] != ""]
-    functions = sorted({row["function"] for row in sweep}, key=FUNCTIONS.index)
+    known = {function: i for i, function in enumerate(FUNCTIONS)}  # others (a damaged CSV's) last
+    functions = sorted({row["function"] for row in sweep}, key=lambda f: (known.get(f, len(known)), str(f)))
     attacks = [a for a in ATTACKS if any(row["attack"] == a for row in sweep)]
     exponents = sorted({float(row["exponent"]) for row in sweep})
     slopes = {(r["function"], r["attack"], r["scheme"], r["exponent"]): r["slope"] for r in fit_slopes(rows)}
@@ -314,13 +330,20 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
                         x, middle, marker="o", ms=3, color=colours[c], label=f"{label} ({slope:.2f})"
                     )
                     ax.fill_between(
-                        x, [band[key].low for key in n_values], [band[key].high for key in n_values],
-                        color=line[0].get_color(), alpha=0.15, lw=0,
+                        x,
+                        [band[key].low for key in n_values],
+                        [band[key].high for key in n_values],
+                        color=line[0].get_color(),
+                        alpha=0.15,
+                        lw=0,
                     )
                     if figure == "":
                         theory = theory_slope(exponent)
                         ax.plot(
-                            x, middle[0] * (np.asarray(x) / x[0]) ** theory, ls="--", lw=0.8,
+                            x,
+                            middle[0] * (np.asarray(x) / x[0]) ** theory,
+                            ls="--",
+                            lw=0.8,
                             color=line[0].get_color(),
                         )
                 ax.set_xscale("log")

@@ -7,6 +7,9 @@ run drew.
 
 from __future__ import annotations
 
+import sys
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import adversarial, gradient_coding, latency, manifold, polynomial, rates, stragglers
-from .records import Headline, figure_dir, output_dir, read_csv, write_csv
+from .records import Headline, drawable, figure_dir, output_dir, read_table, write_csv
 
 __all__ = ["EXPERIMENTS", "NotAnExperimentCSV", "experiment_of", "headline_table", "redraw", "run_experiment"]
 
@@ -25,7 +28,8 @@ EXPERIMENTS = {
 
 
 class NotAnExperimentCSV(ValueError):
-    """A file given to :func:`redraw` that no experiment wrote; the message says why, in one line."""
+    """A file given to :func:`redraw` that no experiment wrote, or whose rows no figure can be
+    drawn from; the message names the file and says why, in one line."""
 
 
 def run_experiment(
@@ -74,18 +78,58 @@ def experiment_of(rows: list[dict], source) -> str:
     return name
 
 
-def redraw(csv_path, out_dir=None, *, console: Console | None = None) -> list[Path]:
+def redraw(
+    csv_path, out_dir=None, *, console: Console | None = None, warn: Callable[[str], None] | None = None
+) -> list[Path]:
     """Redraw the figures of the experiment whose CSV is ``csv_path`` in ``out_dir`` (default:
-    beside the CSV), print its headline and return the figures' paths. A file that is not an
-    experiment's CSV raises :class:`NotAnExperimentCSV`, which says so in one line."""
+    beside the CSV), print its headline and return the figures' paths.
+
+    Rows a figure cannot use (a cell that is not what its column needs: the experiment's
+    ``CELLS``; a line with too few or too many fields, as a file cut short ends) are left out,
+    and ``warn`` (default: print to stderr) is given one line saying how many and why. A file
+    that is not an experiment's CSV, or that leaves nothing to draw, raises
+    :class:`NotAnExperimentCSV`, which says so in one line."""
     try:
-        rows = read_csv(csv_path)
+        rows, ragged = read_table(csv_path)
     except ValueError as err:
         raise NotAnExperimentCSV(f"{csv_path} is not an experiment's CSV: {err}") from None
+    if ragged and not rows:
+        line, count, expected = ragged[0]
+        raise NotAnExperimentCSV(
+            f"{csv_path} is not an experiment's CSV: line {line} has {count} fields where the header "
+            f"has {expected}"
+        )
     module = EXPERIMENTS[experiment_of(rows, csv_path)]
-    figures = module.plot(rows, figure_dir(csv_path, out_dir))
-    _show(module.headline(rows), console)
+    usable, left_out = drawable(rows, module.CELLS, getattr(module, "row_problem", None))
+    if ragged:
+        left_out["a line with too few or too many fields"] += len(ragged)
+    total = len(rows) + len(ragged)
+    if not usable:
+        raise NotAnExperimentCSV(f"{csv_path}: none of its {total} rows can be drawn: {_reasons(left_out)}")
+    if left_out:
+        line = f"{csv_path}: left out {left_out.total()} of {total} rows: {_reasons(left_out)}"
+        (warn or (lambda text: print(text, file=sys.stderr)))(line)
+    folder = figure_dir(csv_path, out_dir)
+    try:
+        with warnings.catch_warnings():  # groups the left-out rows emptied: NaN means, drawn as gaps,
+            warnings.simplefilter("ignore", RuntimeWarning)  # and panels without a curve to label
+            warnings.filterwarnings("ignore", "No artists with labels found", UserWarning)
+            figures = module.plot(usable, folder)
+            headline = module.headline(usable)
+    except Exception as err:  # rows unlike any a run writes: one line, not a traceback
+        raise NotAnExperimentCSV(
+            f"{csv_path}: its figures cannot be drawn from its {len(usable)} usable rows "
+            f"({type(err).__name__}: {err})"
+        ) from err
+    _show(headline, console)
     return figures
+
+
+def _reasons(left_out) -> str:
+    """``"mse NaN (2 rows), trial empty (1 row)"``: the most frequent first, at most four."""
+    common = left_out.most_common()
+    shown = [f"{why} ({count} row{'s' if count > 1 else ''})" for why, count in common[:4]]
+    return ", ".join(shown) + (f" and {len(common) - 4} more reasons" if len(common) > 4 else "")
 
 
 def headline_table(headline: Headline) -> Table:

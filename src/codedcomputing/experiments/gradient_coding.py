@@ -44,25 +44,43 @@ from .. import datasets
 from .._progress import progress as show_progress
 from ..gradient_coding import SCHEMES, Problem, simulate
 from ..runtime.delays import AdditiveExponential, BurstyMarkov
-from .records import Headline, means, pyplot, save_figure
+from .records import (
+    COUNT,
+    NONNEGATIVE,
+    POSITIVE,
+    SIZE,
+    TEXT,
+    Cell,
+    Headline,
+    log_scale,
+    means,
+    pyplot,
+    save_figure,
+)
 
 NAME = "gradient-coding"
 SUMMARY = "PGC vs GC, DGD, IS-SGD, IS-GC: training loss against wall-clock (n = 12, s = 1-3)"
-COLUMNS = (
-    "backend",
-    "in_grid",
-    "in_sweep",
-    "scheme",
-    "num_workers",
-    "num_stragglers",
-    "delay_ratio",
-    "step",
-    "wall_time_s",
-    "step_time_s",
-    "loss",
-    "trial",
-    "seed",
-)
+# what plot and headline read, and what they need of each cell: `coded plot` leaves out the
+# rows where one is not so, and refuses a CSV without these columns
+CELLS = {
+    "backend": Cell("text", optional=True),  # empty: the simulated clock
+    "in_grid": Cell("flag"),
+    "in_sweep": Cell("flag"),
+    "scheme": TEXT,
+    "num_workers": SIZE,
+    "num_stragglers": COUNT,
+    "delay_ratio": POSITIVE,
+    "step": COUNT,
+    "wall_time_s": NONNEGATIVE,
+    "step_time_s": NONNEGATIVE,
+    "loss": POSITIVE,  # on a log axis
+    "trial": COUNT,
+    "seed": COUNT,
+    "compute_s": POSITIVE,
+    "dataset": TEXT,
+    "target_step": COUNT,
+}
+COLUMNS = tuple(CELLS)
 STYLES = {
     "dgd": {"color": "0.3", "ls": "-"},
     "gc-fr": {"color": "C0", "ls": "--"},
@@ -280,6 +298,8 @@ def target_loss(rows: list[dict]) -> float:
     """DGD's mean loss at ``target_step`` under exponential delays at ratio 1 (or the nearest
     ratio run), on the simulated clock."""
     rows = [row for row in _exponential(rows) if _backend(row) == "simulated"]
+    if not rows:
+        raise ValueError("no simulated rows under exponential delays, so no target loss")
     target_step = rows[0]["target_step"]
     ratio = min({row["delay_ratio"] for row in rows}, key=lambda r: abs(r - 1.0))
     losses = [
@@ -321,6 +341,12 @@ def times_to_target(
     }
 
 
+def row_problem(row: dict) -> str:
+    """Why a row of the CSV cannot be drawn across its cells ("" if it can): its scheme is one
+    of :data:`SCHEMES`."""
+    return "" if row["scheme"] in SCHEMES else "scheme not one of the schemes"
+
+
 def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     """``gradient-coding.png``: (a) loss against wall-clock and (b) against steps at the
     largest s and ratio 1 (mean over trials); (c) time to target per scheme and s at each
@@ -333,6 +359,8 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     flag = {True: True, False: False, "True": True, "False": False}  # as written or read back
     grid_rows = [r for r in rows if flag[r["in_grid"]]]  # both flags are False for bursty and real rows
     sweep_rows = [r for r in rows if flag[r["in_sweep"]]]
+    if not grid_rows:
+        raise ValueError("no rows of the grid (in_grid True), which panels (a)-(c) show")
     stragglers = sorted({row["num_stragglers"] for row in grid_rows})
     ratios = sorted({row["delay_ratio"] for row in grid_rows})
     s_top = max(stragglers)
@@ -360,22 +388,22 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     sweep_ratios = sorted({row["delay_ratio"] for row in sweep_rows})
     for scheme in SCHEMES:
         for ratio, alpha in zip(ratios, (1.0, 0.45), strict=False):
-            y = [reach[(scheme, s, ratio)][0] for s in stragglers]
+            y = [_seconds(reach, (scheme, s, ratio)) for s in stragglers]
             label = f"{scheme}, delay {ratio:g}x" if len(ratios) > 1 else scheme
             axes[2].plot(stragglers, y, marker="o", alpha=alpha, label=label, **STYLES[scheme])
-        ys = [reach[(scheme, sweep_s, r)][0] for r in sweep_ratios]
+        ys = [_seconds(reach, (scheme, sweep_s, r)) for r in sweep_ratios]
         axes[3].plot(sweep_ratios, ys, marker="o", label=scheme, **STYLES[scheme])
     axes[2].set_xticks(stragglers)
     axes[2].set_xlabel("s (stragglers tolerated)")
     axes[2].set_ylabel("virtual s to the target loss")
-    axes[2].set_yscale("log")
+    log_scale(axes[2])
     axes[2].set_title("(c) time to target" + (" (faint: the larger delay)" if len(ratios) > 1 else ""))
     axes[2].legend(fontsize=6, ncol=2)
     if sweep_ratios:
         axes[3].set_xscale("log")
         axes[3].set_xticks(sweep_ratios, [f"{r:g}" for r in sweep_ratios])
         axes[3].xaxis.set_minor_locator(plt.NullLocator())
-        axes[3].set_yscale("log")
+        log_scale(axes[3])
         axes[3].set_xlabel("delay mean / per-partition compute")
         axes[3].set_ylabel("virtual s to the target loss")
         axes[3].set_title(f"(d) the delay sweep, s = {sweep_s}")
@@ -385,12 +413,12 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     if bursty:
         b_stragglers = sorted({key[1] for key in bursty})
         for scheme in SCHEMES:
-            y = [bursty[(scheme, s, 1.0)][0] for s in b_stragglers]
+            y = [_seconds(bursty, (scheme, s, 1.0)) for s in b_stragglers]
             axes[4].plot(b_stragglers, y, marker="o", label=scheme, **STYLES[scheme])
         axes[4].set_xticks(b_stragglers)
         axes[4].set_xlabel("s (stragglers tolerated)")
         axes[4].set_ylabel("virtual s to the target loss")
-        axes[4].set_yscale("log")
+        log_scale(axes[4])
         axes[4].set_title("(e) persistent slowness (bursty Markov, 8x slow)")
         axes[4].legend(fontsize=7)
     else:
@@ -414,6 +442,12 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     return [save_figure(fig, out_dir, NAME, note)]
 
 
+def _seconds(reach: dict, key: tuple) -> float:
+    """The time to target of ``key`` (scheme, s, ratio); NaN, drawn as a gap, where the rows
+    hold none (a CSV read back with rows left out)."""
+    return reach.get(key, (np.nan, np.nan))[0]
+
+
 def _plot_backends(ax, rows, real) -> None:
     """Panel (f): time to target over DGD's on the same backend, per scheme, at the real
     runs' setting: the simulated clock (the grid's trials) beside each real backend."""
@@ -422,8 +456,8 @@ def _plot_backends(ax, rows, real) -> None:
     width = 0.8 / len(backends)
     for b, backend in enumerate(backends):
         reach = times_to_target(rows, backend=backend)
-        dgd = reach[("dgd", s, 1.0)][0]
-        ratios = [reach[(scheme, s, 1.0)][0] / dgd for scheme in SCHEMES]
+        dgd = _seconds(reach, ("dgd", s, 1.0))
+        ratios = [_seconds(reach, (scheme, s, 1.0)) / dgd for scheme in SCHEMES]
         ax.bar(np.arange(len(SCHEMES)) + (b - (len(backends) - 1) / 2) * width, ratios, width, label=backend)
     ax.axhline(1.0, color="0.5", lw=0.8)
     ax.set_xticks(np.arange(len(SCHEMES)), SCHEMES, rotation=30)
@@ -444,7 +478,7 @@ def headline(rows: list[dict]) -> Headline:
         reach = times_to_target(rows, kind, backend)
         for s in sorted({key[1] for key in reach}):
             for ratio in sorted({key[2] for key in reach if key[1] == s}):
-                cells = {scheme: reach[(scheme, s, ratio)] for scheme in SCHEMES}
+                cells = {scheme: reach.get((scheme, s, ratio), (np.nan, np.nan)) for scheme in SCHEMES}
                 fr = cells["gc-fr"][0] / cells["pgc-fr"][0]
                 cr = cells["gc-cr"][0] / cells["pgc-cr"][0]
                 label = f"{ratio:g}" if kind == "exponential" else f"bursty {ratio:g}"

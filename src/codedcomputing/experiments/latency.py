@@ -41,13 +41,42 @@ from .._progress import progress as show_progress
 from ..codes import BACC, GCC, Replication, Uncoded
 from ..runtime import CodedExecutor, RayCluster, SimulatedCluster, ThreadCluster
 from ..runtime.delays import Pareto, ShiftedExponential
-from .records import Headline, band_note, interval, pyplot, save_figure, scheme_style
+from .records import (
+    COUNT,
+    FRACTION,
+    NONNEGATIVE,
+    POSITIVE,
+    SIZE,
+    TEXT,
+    Cell,
+    Headline,
+    band_note,
+    interval,
+    pyplot,
+    save_figure,
+    scheme_style,
+)
 
 NAME = "latency"
 # one line of `coded experiment --help`
 SUMMARY = "p50/p95/p99 latency of coded LeNet-5 inference on thread, Ray and simulated clusters"
-# what plot and headline read: `coded plot` checks that a CSV has them
-COLUMNS = ("backend", "delay_model", "scheme", "num_stragglers", "wait_for", "trial", "latency_s", "rel_acc")
+# what plot and headline read, and what they need of each cell: `coded plot` leaves out the
+# rows where one is not so, and refuses a CSV without these columns
+CELLS = {
+    "backend": TEXT,
+    "delay_model": TEXT,
+    "scheme": TEXT,
+    "num_inputs": SIZE,
+    "num_workers": SIZE,
+    "num_stragglers": COUNT,
+    "wait_for": Cell("any"),  # a number of workers, or "complete"
+    "trial": COUNT,
+    "latency_s": POSITIVE,  # on a log axis
+    "rel_acc": FRACTION,
+    "encode_s": NONNEGATIVE,
+    "decode_s": NONNEGATIVE,
+}
+COLUMNS = tuple(CELLS)
 SCHEMES = ("uncoded", "replication", "bacc", "gcc")
 BACKENDS = ("thread", "ray", "simulated")
 DELAY_SCALE = 0.05  # seconds: the fastest a worker ever answers
@@ -262,7 +291,7 @@ def _line_style(row: dict, s_rank: dict[int, int]) -> dict:
     style = scheme_style(row["scheme"])
     dashes = ("-", "--", ":", "-.")
     rank = s_rank.get(row["num_stragglers"], 0) if row["wait_for"] != "complete" else 0
-    return {"color": style["color"], "ls": dashes[rank % len(dashes)]}
+    return {"color": style.get("color"), "ls": dashes[rank % len(dashes)]}
 
 
 def _panel_title(rows: list[dict], backend: str, delay: str) -> str:

@@ -60,8 +60,14 @@ from .._progress import progress as show_progress
 from ..codes import BACC, GCC, ManifoldGCC
 from ..codes import manifold as manifold_codes
 from .records import (
+    COUNT,
     EXACT_MSE,
     FLOOR_NOTE,
+    FRACTION,
+    NONNEGATIVE,
+    SIZE,
+    TEXT,
+    Cell,
     Headline,
     band_note,
     curves_over_s,
@@ -83,20 +89,22 @@ MNIST_TASKS = ("lenet5", "vit")
 MANIFOLD_DIMS = {"poly-curve": 1, "poly-surface": 2}
 TASKS = (*MNIST_TASKS, *MANIFOLD_DIMS)
 PATTERNS = {"random": stragglers.random, "contiguous": stragglers.contiguous}
-# what plot and headline read: `coded plot` checks that a CSV has them
-COLUMNS = (
-    "task",
-    "scheme",
-    "num_inputs",
-    "num_workers",
-    "pattern",
-    "num_stragglers",
-    "straggler_fraction",
-    "trial",
-    "mse",
-    "rel_acc",
-    "layout_s",
-)
+# what plot and headline read, and what they need of each cell: `coded plot` leaves out the
+# rows where one is not so, and refuses a CSV without these columns
+CELLS = {
+    "task": TEXT,
+    "scheme": TEXT,
+    "num_inputs": SIZE,
+    "num_workers": SIZE,
+    "pattern": TEXT,
+    "num_stragglers": COUNT,
+    "straggler_fraction": FRACTION,
+    "trial": COUNT,
+    "mse": NONNEGATIVE,
+    "rel_acc": Cell("number", low=0, high=1, optional=True),  # empty off the MNIST tasks
+    "layout_s": NONNEGATIVE,
+}
+COLUMNS = tuple(CELLS)
 DIM, OUT_DIM, HIDDEN, RANK = 100, 10, 32, 10  # the polynomial tasks' spaces (module docstring)
 
 
@@ -302,6 +310,12 @@ def _style(scheme: str, others: list[str]) -> dict:
     return scheme_style(scheme)
 
 
+def row_problem(row: dict) -> str:
+    """Why a row of the CSV cannot be drawn across its cells ("" if it can): an MNIST task's
+    row has a relative accuracy."""
+    return "rel_acc empty in an MNIST row" if row["task"] in MNIST_TASKS and row["rel_acc"] == "" else ""
+
+
 def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     """``manifold_mse.png``: MSE (log scale) against S, a panel per (task, K) and pattern;
     ``manifold_accuracy.png``: relative accuracy, the MNIST tasks only."""
@@ -327,13 +341,17 @@ def _figure(rows: list[dict], value: str, out_dir: Path) -> Path:
             mine = [
                 row for row in rows if (row["task"], row["num_inputs"], row["pattern"]) == (task, k, pattern)
             ]
+            if not mine:  # a CSV read back with rows left out
+                ax.set_axis_off()
+                ax.set_title(f"{task}, K = {k}: no {pattern} rows", fontsize=10)
+                continue
             curves = curves_over_s(mine, names, value)
             estimates = {scheme: [v.estimate for _, v in points] for scheme, points in curves.items()}
             same = twins(estimates, rtol=0.02 if value == "mse" else 0.0)
             floor = None
             if value == "mse":
                 values = [x for points in curves.values() for _, v in points for x in v]
-                floor = exact_floor(values) if min(values) < EXACT_MSE else None
+                floor = exact_floor(values) if values and min(values) < EXACT_MSE else None
             for scheme, points in curves.items():
                 label = f"{scheme} ({same[scheme]})" if scheme in same else scheme
                 s_values, intervals = zip(*points, strict=True)
@@ -359,8 +377,8 @@ def _figure(rows: list[dict], value: str, out_dir: Path) -> Path:
 
 def headline(rows: list[dict]) -> Headline:
     """Per task, K and S, manifold-gcc's mean MSE over gcc's and over bacc-ordered's under
-    each pattern (below 1: ManifoldGCC is better), and the median seconds its layout took
-    per batch (on each setting's first line)."""
+    each pattern (below 1: ManifoldGCC is better; NaN where the rows lack one of them), and
+    the median seconds its layout took per batch (on each setting's first line)."""
     mse = means(rows, ("task", "num_inputs", "pattern", "scheme", "num_stragglers"), "mse")
     layout = grouped(
         [row for row in rows if row["scheme"] == "manifold-gcc"], ("task", "num_inputs"), "layout_s"
@@ -375,10 +393,11 @@ def headline(rows: list[dict]) -> Headline:
         )
         for i, s in enumerate(s_values):
             cells = [
-                mse[(task, k, pattern, "manifold-gcc", s)] / mse[(task, k, pattern, other, s)]
+                mse.get((task, k, pattern, "manifold-gcc", s), np.nan)
+                / mse.get((task, k, pattern, other, s), np.nan)
                 for pattern, other in ratios
             ]
-            seconds = float(np.median(layout[(task, k)])) if i == 0 else ""
+            seconds = float(np.median(layout[(task, k)])) if i == 0 and (task, k) in layout else ""
             table_rows.append((task, k, s, *cells, seconds))
     return Headline(
         title="manifold: manifold-gcc's mean MSE over another scheme's (< 1: ManifoldGCC better)",

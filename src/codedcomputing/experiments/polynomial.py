@@ -22,8 +22,12 @@ from .._progress import progress as show_progress
 from ..codes import BACC, GCC, LCC
 from ..tuning import tune
 from .records import (
+    COUNT,
     EXACT_MSE,
     FLOOR_NOTE,
+    NONNEGATIVE,
+    SIZE,
+    TEXT,
     Headline,
     band_note,
     curves_over_s,
@@ -41,17 +45,19 @@ NAME = "polynomial"
 # one line of `coded experiment --help`
 SUMMARY = "Fig. 3: GCC against LCC and BACC on a random quadratic (K = 10, N = 40), S = 0 to 36"
 APPROXIMATE = ("gcc", "gcc-natural", "bacc")
-# what plot and headline read: `coded plot` checks that a CSV has them
-COLUMNS = (
-    "function",
-    "scheme",
-    "num_inputs",
-    "num_workers",
-    "num_stragglers",
-    "recovery_threshold",
-    "trial",
-    "mse",
-)
+# what plot and headline read, and what they need of each cell: `coded plot` leaves out the
+# rows where one is not so, and refuses a CSV without these columns
+CELLS = {
+    "function": TEXT,
+    "scheme": TEXT,
+    "num_inputs": SIZE,
+    "num_workers": SIZE,
+    "num_stragglers": COUNT,
+    "recovery_threshold": SIZE,
+    "trial": COUNT,
+    "mse": NONNEGATIVE,
+}
+COLUMNS = tuple(CELLS)
 
 
 @dataclass(frozen=True)
@@ -137,7 +143,7 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
         shown = {scheme: curves[scheme] for scheme in schemes if scheme in curves}
         same = twins({scheme: [v.estimate for _, v in points] for scheme, points in shown.items()})
         values = [x for points in shown.values() for _, v in points for x in v]
-        floor = exact_floor(values) if min(values) < EXACT_MSE else None
+        floor = exact_floor(values) if values and min(values) < EXACT_MSE else None
         for scheme, points in shown.items():
             label = f"{scheme} ({same[scheme]})" if scheme in same else scheme
             if scheme == "lcc":
@@ -158,15 +164,19 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
         ax.set_ylabel("MSE against f(x)")
         ax.set_title(title)
         ax.legend(fontsize=8)
-    _, dim, out_dim = rows[0]["function"].split("-")  # written by run as quadratic-{dim}-{out_dim}
-    space = rf"$\mathbb{{R}}^{{{dim}}} \to \mathbb{{R}}^{{{out_dim}}}$"
-    fig.suptitle(f"f: a random quadratic map {space}, K = {k}, N = {n}")
+    shape = rows[0]["function"].split("-")  # written by run as quadratic-{dim}-{out_dim}
+    if len(shape) == 3:
+        space = rf"$\mathbb{{R}}^{{{shape[1]}}} \to \mathbb{{R}}^{{{shape[2]}}}$"
+        fig.suptitle(f"f: a random quadratic map {space}, K = {k}, N = {n}")
+    else:
+        fig.suptitle(f"f: {rows[0]['function']}, K = {k}, N = {n}")
     trials = len({row["trial"] for row in rows})
     return [save_figure(fig, out_dir, NAME, f"{band_note(trials)}; {FLOOR_NOTE}")]
 
 
 def headline(rows: list[dict]) -> Headline:
-    """Mean MSE of LCC, GCC and BACC at S = 0, around LCC's threshold and at the largest S."""
+    """Mean MSE of LCC, GCC and BACC at S = 0, around LCC's threshold and at the largest S
+    (NaN where the rows hold none)."""
     mse = means(rows, ("scheme", "num_stragglers"), "mse")
     n, threshold = rows[0]["num_workers"], rows[0]["recovery_threshold"]
     last_exact = n - threshold
@@ -176,5 +186,8 @@ def headline(rows: list[dict]) -> Headline:
     return Headline(
         title=f"polynomial: mean MSE around LCC's threshold (exact for S <= {last_exact})",
         columns=("S", "lcc", "gcc", "gcc-natural", "bacc"),
-        rows=[(s, *(mse[(scheme, s)] for scheme in ("lcc", "gcc", "gcc-natural", "bacc"))) for s in shown],
+        rows=[
+            (s, *(mse.get((scheme, s), float("nan")) for scheme in ("lcc", "gcc", "gcc-natural", "bacc")))
+            for s in shown
+        ],
     )

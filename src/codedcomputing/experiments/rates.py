@@ -54,6 +54,11 @@ from .._progress import progress as show_progress
 from ..codes import BACC, GCC
 from ..tuning import lambda_grid, tune
 from .records import (
+    COUNT,
+    NONNEGATIVE,
+    SIZE,
+    TEXT,
+    Cell,
     Headline,
     band_note,
     draw_band,
@@ -70,8 +75,19 @@ NAME = "rates"
 SUMMARY = "Fig. 4: LeNet-5's MSE as N grows (20 to 320), worst-case and Bernoulli stragglers; fitted slopes"
 MODEL = "lenet5"
 WORST, BERNOULLI = "worst-case", "bernoulli"
-# what plot and headline read: `coded plot` checks that a CSV has them
-COLUMNS = ("scheme", "panel", "num_inputs", "num_workers", "num_stragglers", "p", "trial", "mse")
+# what plot and headline read, and what they need of each cell: `coded plot` leaves out the
+# rows where one is not so, and refuses a CSV without these columns
+CELLS = {
+    "scheme": TEXT,
+    "panel": TEXT,
+    "num_inputs": SIZE,
+    "num_workers": SIZE,
+    "num_stragglers": Cell("integer", low=0, optional=True),  # empty in Bernoulli rows
+    "p": Cell("number", low=0, high=1, above=True, optional=True),  # empty in worst-case rows
+    "trial": COUNT,
+    "mse": NONNEGATIVE,
+}
+COLUMNS = tuple(CELLS)
 
 
 @dataclass(frozen=True)
@@ -172,6 +188,16 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
                         )
             step()
     return rows
+
+
+def row_problem(row: dict) -> str:
+    """Why a row of the CSV cannot be drawn across its cells ("" if it can): a worst-case row
+    has an S, a Bernoulli row a p below 1."""
+    if row["panel"] == WORST:
+        return "num_stragglers empty in a worst-case row" if row["num_stragglers"] == "" else ""
+    if row["panel"] == BERNOULLI:
+        return "p not in (0, 1) in a bernoulli row" if row["p"] == "" or row["p"] >= 1 else ""
+    return "panel neither worst-case nor bernoulli"
 
 
 def derived(rows: list[dict]) -> dict[str, list[dict]]:

@@ -5,7 +5,9 @@ schemes on a log axis, the caption that says what a band is)."""
 from __future__ import annotations
 
 import csv
+import math
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,23 +17,33 @@ import numpy as np
 from scipy import stats
 
 __all__ = [
+    "COUNT",
     "EXACT_MSE",
     "FLOOR_NOTE",
+    "FRACTION",
     "LEVEL",
+    "NONNEGATIVE",
+    "POSITIVE",
     "RESAMPLES",
+    "SIZE",
+    "TEXT",
+    "Cell",
     "Headline",
     "Interval",
     "band_note",
     "draw_band",
+    "drawable",
     "exact_floor",
     "figure_dir",
     "figure_text",
     "grouped",
     "interval",
+    "log_scale",
     "means",
     "output_dir",
     "pyplot",
     "read_csv",
+    "read_table",
     "save_figure",
     "scheme_style",
     "show_floor",
@@ -73,6 +85,17 @@ def read_csv(path: Path) -> list[dict]:
 
     A file that is not such a CSV (not UTF-8 text, or a line with more or fewer fields than
     the header) raises a ``ValueError`` saying so, rather than returning ragged rows."""
+    rows, ragged = read_table(path)
+    if ragged:
+        line, count, expected = ragged[0]
+        raise ValueError(f"line {line} has {count} fields where the header has {expected}")
+    return rows
+
+
+def read_table(path: Path) -> tuple[list[dict], list[tuple[int, int, int]]]:
+    """The rows of a CSV as :func:`read_csv` parses them, and ``(line, fields, header's
+    fields)`` for each line whose number of fields is not the header's (left out of the rows:
+    a file cut short ends in one). Raises ``ValueError`` for a file that is not UTF-8 CSV text."""
 
     def parse(value: str):
         for kind in (int, float):
@@ -82,7 +105,7 @@ def read_csv(path: Path) -> list[dict]:
                 pass
         return value
 
-    rows = []
+    rows, ragged = [], []
     try:
         with Path(path).open(newline="", encoding="utf-8") as handle:
             reader = csv.reader(handle)
@@ -91,15 +114,87 @@ def read_csv(path: Path) -> list[dict]:
                 if not fields:
                     continue
                 if len(fields) != len(header):
-                    raise ValueError(
-                        f"line {reader.line_num} has {len(fields)} fields where the header has {len(header)}"
-                    )
+                    ragged.append((reader.line_num, len(fields), len(header)))
+                    continue
                 rows.append({key: parse(value) for key, value in zip(header, fields, strict=True)})
     except UnicodeDecodeError:
         raise ValueError("it is not UTF-8 text") from None
     except csv.Error as err:
         raise ValueError(f"it is not a CSV ({err})") from None
-    return rows
+    return rows, ragged
+
+
+@dataclass(frozen=True)
+class Cell:
+    """What a figure needs of a column's cells (an experiment's ``CELLS``): ``kind`` "text",
+    "integer", "number", "flag" (True or False) or "any" (not empty); numbers within ``low``
+    and ``high`` (``low`` itself excluded when ``above``); with ``optional`` the cell may also
+    be empty. ``coded plot`` leaves out the rows with a cell that is not so."""
+
+    kind: str
+    low: float = -math.inf
+    high: float = math.inf
+    above: bool = False
+    optional: bool = False
+
+    def problem(self, value) -> str:
+        """ "" when ``value`` is such a cell, else what it is instead ("empty", "NaN", "text",
+        "negative", "0", "infinite", ...)."""
+        if value == "":
+            return "" if self.optional else "empty"
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if number and math.isnan(value):
+            return "NaN"
+        if self.kind == "any":
+            return ""
+        if self.kind == "text":
+            return "" if isinstance(value, str) else "a number"
+        if self.kind == "flag":
+            return "" if value in ("True", "False") or isinstance(value, bool) else "not True or False"
+        if not number:
+            return "text"
+        if math.isinf(value):
+            return "infinite"
+        if self.kind == "integer" and value != int(value):
+            return "not a whole number"
+        if value < self.low or (self.above and value == self.low) or value > self.high:
+            if value < 0 <= self.low:
+                return "negative"
+            return "zero" if value == 0 else f"{value:g}, out of range"
+        return ""
+
+
+# the cells most columns need: text (a scheme), a count (S, a trial), a size (K, N), a number
+# >= 0 (an MSE, seconds), one > 0 (on a log axis), one in [0, 1] (a relative accuracy)
+TEXT, COUNT, SIZE = Cell("text"), Cell("integer", low=0), Cell("integer", low=1)
+NONNEGATIVE, POSITIVE, FRACTION = (
+    Cell("number", low=0),
+    Cell("number", low=0, above=True),
+    Cell("number", 0, 1),
+)
+
+
+def drawable(rows: Sequence[dict], cells: dict[str, Cell], check=None) -> tuple[list[dict], Counter]:
+    """The rows whose cells in the columns of ``cells`` are what each needs (and in which
+    ``check(row)``, an experiment's test across columns, finds nothing wrong: it returns why
+    not, or ""), and how many rows were left out for each reason ("mse NaN", "p empty")."""
+    kept, left_out = [], Counter()
+    for row in rows:
+        why = next(
+            (
+                f"{column} {problem}"
+                for column, cell in cells.items()
+                if (problem := cell.problem(row[column]))
+            ),
+            "",
+        )
+        if not why and check is not None:
+            why = check(row)
+        if why:
+            left_out[why] += 1
+        else:
+            kept.append(row)
+    return kept, left_out
 
 
 class Interval(NamedTuple):
@@ -257,6 +352,15 @@ def twins(curves: dict[str, Sequence[float]], rtol: float = 0.02) -> dict[str, s
                 found[name] = f"same as {other}" if gap < 1e-9 else f"within {max(gap, 0.001):.1%} of {other}"
                 break
     return found
+
+
+def log_scale(ax) -> None:
+    """A log y axis on ``ax`` when a line drawn on it has a positive value; otherwise (a panel
+    whose every value is missing, from a CSV read back with rows left out) the axis stays
+    linear, rather than failing to draw."""
+    values = [np.asarray(line.get_ydata(), dtype=float).ravel() for line in ax.get_lines()]
+    if any(np.any(np.isfinite(v) & (v > 0)) for v in values):
+        ax.set_yscale("log")
 
 
 def exact_floor(values: Iterable[float]) -> float:

@@ -32,7 +32,12 @@ from .._progress import progress as show_progress
 from ..codes import BACC, GCC, Replication, Uncoded
 from ..tuning import tune
 from .records import (
+    COUNT,
     FLOOR_NOTE,
+    FRACTION,
+    NONNEGATIVE,
+    SIZE,
+    TEXT,
     Headline,
     band_note,
     curves_over_s,
@@ -50,8 +55,19 @@ NAME = "stragglers"
 # one line of `coded experiment --help`
 SUMMARY = "Fig. 2: LeNet-5 and the ViT on MNIST (K = 10, N = 50) as S grows; GCC, BACC, replication, uncoded"
 SCHEMES = ("gcc", "gcc-natural", "bacc", "replication", "uncoded")
-# what plot and headline read: `coded plot` checks that a CSV has them
-COLUMNS = ("model", "scheme", "num_inputs", "num_workers", "num_stragglers", "trial", "mse", "rel_acc")
+# what plot and headline read, and what they need of each cell: `coded plot` leaves out the
+# rows where one is not so, and refuses a CSV without these columns
+CELLS = {
+    "model": TEXT,
+    "scheme": TEXT,
+    "num_inputs": SIZE,
+    "num_workers": SIZE,
+    "num_stragglers": COUNT,
+    "trial": COUNT,
+    "mse": NONNEGATIVE,
+    "rel_acc": FRACTION,
+}
+COLUMNS = tuple(CELLS)
 
 
 @dataclass(frozen=True)
@@ -170,17 +186,22 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
 
 
 def headline(rows: list[dict]) -> Headline:
-    """Per model and S, BACC's mean MSE over tuned GCC's (above 1: GCC is better), and at
-    how many S GCC's relative accuracy is at least BACC's."""
+    """Per model and S, BACC's mean MSE over tuned GCC's (above 1: GCC is better; NaN where
+    the rows lack one of them), and at how many S GCC's relative accuracy is at least BACC's."""
     mse = means(rows, ("model", "scheme", "num_stragglers"), "mse")
     acc = means(rows, ("model", "scheme", "num_stragglers"), "rel_acc")
     model_names = list(dict.fromkeys(row["model"] for row in rows))
     s_values = sorted({row["num_stragglers"] for row in rows})
     table_rows, notes = [], []
     for model_name in model_names:
-        ratios = [mse[(model_name, "bacc", s)] / mse[(model_name, "gcc", s)] for s in s_values]
+        nan = float("nan")
+        ratios = [
+            mse.get((model_name, "bacc", s), nan) / mse.get((model_name, "gcc", s), nan) for s in s_values
+        ]
         table_rows.append((model_name, *ratios))
-        keeps_up = sum(acc[(model_name, "gcc", s)] >= acc[(model_name, "bacc", s)] for s in s_values)
+        keeps_up = sum(
+            acc.get((model_name, "gcc", s), nan) >= acc.get((model_name, "bacc", s), nan) for s in s_values
+        )
         notes.append(f"{model_name} {keeps_up}/{len(s_values)}")
     return Headline(
         title="stragglers: BACC's mean MSE over tuned GCC's (> 1: GCC better)",
