@@ -83,9 +83,7 @@ def test_cyclic_repetition_uses_the_fastest_n_minus_s_and_checks_conditioning():
     assert a[-1] == 0.0 and np.count_nonzero(a[:7]) > 0
     assert 1.0 <= code.condition_number <= code.max_condition
     # the reported worst condition is the worst over every B_F (C(10, 3) = 120 <= 2000 sets)
-    worst = max(
-        np.linalg.cond(code.encoding_matrix[list(F)]) for F in itertools.combinations(range(10), 7)
-    )
+    worst = max(np.linalg.cond(code.encoding_matrix[list(F)]) for F in itertools.combinations(range(10), 7))
     assert code.condition_number == pytest.approx(worst, rel=1e-9)
     with pytest.raises(ValueError, match="condition number above max_condition"):
         CyclicRepetition(10, 3, seed=1, max_condition=1.5, retries=3)
