@@ -148,13 +148,13 @@ def test_two_hung_workers_cost_one_deadline_then_fail_fast():
         with cc.ThreadCluster(num_threads=8, seed=0) as threads:
             start = time.perf_counter()
             with pytest.warns(RuntimeWarning, match="fewer than n - s"):
-                history = train_on_cluster("is-sgd", problem, 1, 6, threads, lr=0.05, step_timeout_s=0.3)
+                history = train_on_cluster("is-sgd", problem, 1, 6, threads, lr=0.05, step_timeout_s=0.5)
             elapsed = time.perf_counter() - start
             with pytest.raises(TooManyStragglersError, match="step 1: gc-cr"):
-                train_on_cluster("gc-cr", problem, 1, 6, threads, lr=0.05, step_timeout_s=0.3)
+                train_on_cluster("gc-cr", problem, 1, 6, threads, lr=0.05, step_timeout_s=0.5)
     finally:
         hung.release()
-    assert elapsed < 0.3 + 2.0
+    assert elapsed < 0.5 + 2.0
     assert history[1].timed_out and not any(step.timed_out for step in history[2:])
     assert all(step.degraded and sorted(step.used) == [0, 2, 3, 5] for step in history[1:])
 
