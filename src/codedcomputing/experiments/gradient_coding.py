@@ -287,6 +287,7 @@ def _on_backend(backend: str, task: Problem, config: Config, compute_s: float, s
                             lr=config.lr,
                             delays=delays,
                             seed=[seed, s, 1000, trial, 0],
+                            step_timeout_s=60.0,  # no fault is injected: a loaded machine is only slow
                         )
                         for scheme in SCHEMES
                     }
