@@ -18,9 +18,10 @@ first step may take up to :data:`FIRST_STEP_TIMEOUT_S` (60 s), each later one
 :data:`STEP_TIMEOUT_FACTOR` (10) times the median of the earlier steps that did not time
 out, and at least :data:`MIN_STEP_TIMEOUT_S` (10 s). The deadline is there for hung
 workers, and a hung worker costs it once (then it is busy, below); it is generous because a
-step past it makes an exact scheme raise: waiting for all ``n`` workers with millisecond
-Pareto(1.1) delays, 10 times the median step was passed in about one step of 160 with a
-1 s floor. Set ``step_timeout_s`` where steps are known to be short. ``math.inf``: no
+step past it makes an exact scheme raise: waiting for all of 12 workers with
+``delays.Pareto(0.001, 1.1)`` (200,000 sampled steps, delays alone), the deadline was passed
+once in 160 steps with a 1 s floor, once in 2,350 with 10 s. Set ``step_timeout_s`` to
+what your steps can take (``math.inf`` for heavy tails and no hung worker). ``math.inf``: no
 deadline (a hung worker then hangs a scheme that needs it).
 
 **Busy and hung workers.** A worker still computing an earlier step (a gradient that hangs,
