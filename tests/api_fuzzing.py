@@ -88,8 +88,7 @@ The extensions (ManifoldGCC, ThinPlateCode, ``layout``; RobustGCC, ``robust_lamb
   ``encode``, ``decode``, ``decode_details``, ``complete``, ``decoder``/``decoder_matrix``).
   ``thin_plate_map`` is in no ``__all__`` and says "No checks are performed": not fuzzed.
   ``layout`` is the math layer, but public (its ``__all__``, the API reference): its
-  arguments are checked like ``spline.fit``'s. ``WorkerState`` is exported and documented
-  (the gradient-coding page): its constructor, ``work`` and ``settle`` are fuzzed.
+  arguments are checked like ``spline.fit``'s.
 - Promises: a valid code's own ``promised_case`` is run 2-4 times by the constructor's check
   (and by ``bind``'s, on the bound code) with ``testing.check_promise``'s tolerance,
   ``1e-8 max(1, |f(X)|)``: "to rounding" is the promise's own word, so a ``promised_case``
@@ -170,12 +169,8 @@ The extensions (ManifoldGCC, ThinPlateCode, ``layout``; RobustGCC, ``robust_lamb
   inf or > 0 (a few seconds at most on threads). With either, a TooManyStragglersError is
   a documented answer (``"ok"``), and with possible "garbage" faults the exact schemes
   need not follow gradient descent (undetected by design).
-- ``WorkerState``: ``worker`` int >= 0; ``partitions`` distinct ints >= 0, at least one;
-  ``coefficients`` one real per partition; ``pipelined`` a flag. ``work``'s ``problem``
-  must hold the worker's partitions (one with fewer is invalid), ``theta`` a finite vector
-  of the parameters' length, ``t`` an int >= 0. ``work``'s fault-injection keywords
-  (``fault``, ``closed``, ``seed``: the trainers' plumbing, in later versions) are left at
-  their defaults.
+- ``WorkerState`` is the trainers' plumbing, no longer exported (its arguments are the
+  trainers' own, checked there): not fuzzed.
 - ``layout``: arrays are float64 numpy arrays (their signatures say ndarray; lists and
   tensors are neither drawn nor fuzzed). ``distances``: square, finite, >= 0 (asymmetry
   not fuzzed); ``neighbours`` >= 1 (>= n valid: clamped); ``graph``: a scipy sparse array
@@ -4124,133 +4119,6 @@ def _check_history(out, kw: dict) -> str | None:
     return None
 
 
-class WorkerStateSpec:
-    """A valid WorkerState over a least-squares problem, fresh or after a step of work."""
-
-    def __init__(self, d: Draw, *, worked: bool = False):
-        self.source = LeastSquares(d.int(1, 6), d.int(1, 3), d.int(0, 1000))
-        self.problem = self.source.problem()
-        n = self.source.n
-        self.partitions = d.sample(n, d.int(1, min(n, 3)))
-        self.coefficients = d.normal(len(self.partitions))
-        self.pipelined = d.coin()
-        self.obj = GC.WorkerState(d.int(0, n - 1), self.partitions, self.coefficients, self.pipelined)
-        self.worked = worked and d.coin(0.7)
-        if self.worked:
-            self.obj.work(self.problem, np.zeros(self.source.p), 0)
-
-    def __repr__(self) -> str:
-        return f"WorkerState(partitions={self.partitions}, pipelined={self.pipelined}) on {self.source!r}" + (
-            " after step 0's work" if self.worked else ""
-        )
-
-
-def _partitions_valid(d: Draw, ctx: dict):
-    parts = d.sample(8, d.int(1, 3))
-    return d.pick((parts, np.array(parts), tuple(parts)))
-
-
-def _coefficients_valid(d: Draw, ctx: dict):
-    c = d.normal(len(ctx["partitions"]))
-    return d.pick((c, c.tolist()))
-
-
-def _bad_partitions(d: Draw, ctx: dict) -> list:
-    good = _alive_list(ctx["partitions"])
-    out = [
-        ("none", None),
-        ("str", "0,1"),
-        ("negative", [-1, *good[1:]]),
-        ("fraction", [good[0] + 0.5, *good[1:]]),
-        ("nan", [math.nan, *good[1:]]),
-        ("2-d", [good]),
-        ("str-list", [str(g) for g in good]),
-        ("empty", []),
-    ]
-    if len(good) >= 2:
-        out.append(("duplicate", [good[0], good[0], *good[2:]]))
-    return out
-
-
-def _bad_coefficients(d: Draw, ctx: dict) -> list:
-    k = len(_alive_list(ctx["partitions"]))
-    return [
-        *_bad_array_common((k,), d),
-        ("other-length", d.normal(k + 1)),
-        ("2-d", d.normal((k, 2))),
-        ("python-scalar", 0.5),
-    ]
-
-
-def _check_worker_state(out, kw: dict) -> str | None:
-    if not isinstance(out, GC.WorkerState):
-        return f"returned {type(out).__name__}"
-    if out.worker != int(kw["worker"]) or out.partitions != _alive_list(kw["partitions"]):
-        return f"worker {out.worker!r}, partitions {out.partitions!r}"
-    if not np.array_equal(out.coefficients, np.asarray(kw["coefficients"], dtype=np.float64)):
-        return "coefficients are not those given"
-    if bool(out.pipelined) != bool(kw["pipelined"]):
-        return f"pipelined is {out.pipelined!r}"
-    return None
-
-
-def _theta_valid(d: Draw, ctx: dict):
-    theta = d.normal(ctx["_state"].source.p) * 0.1
-    return d.pick((theta, theta.tolist()))
-
-
-def _bad_theta(d: Draw, ctx: dict) -> list:
-    p = ctx["_state"].source.p
-    return [
-        *_bad_array_common((p,), d),
-        ("too-long", d.normal(p + 1)),
-        ("2-d", d.normal((p, 2))),
-        ("python-scalar", 0.5),
-    ]
-
-
-def _bad_work_problem(d: Draw, ctx: dict) -> list:
-    state = ctx["_state"]
-    fewer = LeastSquares(max(state.partitions), state.source.p, 0) if max(state.partitions) >= 1 else None
-    out = [("none", None), ("str", "problem"), ("function", _affine), ("dict", {"gradient": _affine})]
-    if fewer is not None:  # it lacks a partition this worker holds
-        out.append(("too-few-partitions", fewer.problem()))
-    return out
-
-
-def _check_work(out, kw: dict) -> str | None:
-    spec, t = kw["_state"], int(kw["t"])
-    theta = np.asarray(kw["theta"], dtype=np.float64)
-    grads = {j: spec.source.gradient(theta, j) for j in spec.partitions}
-    if not spec.pipelined:
-        expected = sum(c * grads[j] for c, j in zip(spec.coefficients, spec.partitions, strict=True))
-    else:  # nothing is stored before a step is settled: the fresh gradients alone
-        expected = sum(grads.values())
-        if t > 0:  # slot t mod (s + 1), and (a later docstring) every slot it holds none for
-            alone = grads[spec.partitions[t % len(spec.partitions)]]
-            if _off_by(out, alone)[0] <= _off_by(out, alone)[1]:
-                expected = alone
-    if not isinstance(out, np.ndarray) or out.shape != (spec.source.p,):
-        return f"returned {short(out)}, expected shape ({spec.source.p},)"
-    err, tol = _off_by(out, expected)
-    return None if err <= tol else f"message {err:.3g} off the docstring's sum"
-
-
-def _check_settle(out, kw: dict) -> str | None:
-    spec = kw["_state"]
-    state, t = spec.obj, int(kw["t"])
-    if out is not None:
-        return f"returned {out!r}"
-    if state.closed < t:
-        return f"closed is {state.closed}, after settling step {t}"
-    kept = spec.worked and spec.pipelined and t == 0 and bool(kw["arrived"])
-    if kept and sorted(state.stored) != sorted(spec.partitions):
-        return f"step 0 arrived, yet stored holds {sorted(state.stored)}, not {sorted(spec.partitions)}"
-    if not spec.pipelined and state.stored:
-        return f"a worker that does not pipeline stored partitions {sorted(state.stored)}"
-    return None
-
-
 # -- the extensions' code specs and targets ----------------------------------------------------
 
 EXTENSION_CODE_PARAMS = {
@@ -5021,38 +4889,6 @@ def _extension_targets() -> list[Target]:
             lambda kw: GC.train_on_cluster,
             _check_history,
             valid_error=_training_refused,
-        ),
-        Target(
-            "gradient_coding.WorkerState",
-            (
-                Param("worker", lambda d, ctx: int_like(d, d.int(0, 7)), bad_count(0, name="worker")),
-                Param("partitions", _partitions_valid, _bad_partitions),
-                Param("coefficients", _coefficients_valid, _bad_coefficients),
-                Param("pipelined", lambda d, ctx: d.pick((True, False, np.bool_(True))), bad_flag),
-            ),
-            lambda kw: GC.WorkerState,
-            _check_worker_state,
-        ),
-        Target(
-            "gradient_coding.WorkerState.work",
-            (
-                Param("_state", lambda d, ctx: WorkerStateSpec(d), hidden=True),
-                Param("problem", lambda d, ctx: ctx["_state"].problem, _bad_work_problem),
-                Param("theta", _theta_valid, _bad_theta),
-                Param("t", lambda d, ctx: int_like(d, d.int(0, 5)), bad_count(0, name="t")),
-            ),
-            lambda kw: kw["_state"].obj.work,
-            _check_work,
-        ),
-        Target(
-            "gradient_coding.WorkerState.settle",
-            (
-                Param("_state", lambda d, ctx: WorkerStateSpec(d, worked=True), hidden=True),
-                Param("t", lambda d, ctx: int_like(d, d.pick((0, 0, d.int(0, 5)))), bad_count(0, name="t")),
-                Param("arrived", lambda d, ctx: d.pick((True, False, np.bool_(True))), bad_flag),
-            ),
-            lambda kw: kw["_state"].obj.settle,
-            _check_settle,
         ),
     ]
     return targets

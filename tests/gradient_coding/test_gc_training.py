@@ -217,8 +217,10 @@ def test_from_torch_checks_the_module_output_and_parameters():
     nan_weights = torch.nn.Linear(6, 3)
     with torch.no_grad():
         nan_weights.weight[0, 0] = float("nan")
-    with pytest.raises(ValueError, match="initial must be finite"):
+    with pytest.raises(ValueError, match=r"module's parameters must be finite.*weight"):
         Problem.from_torch(nan_weights, x, y, 4)
+    with pytest.raises(ValueError, match="seed"):  # an int, as the signature says
+        Problem.from_torch(torch.nn.Linear(6, 3), x, y, 4, seed=[0])
     batchnorm = torch.nn.Sequential(torch.nn.Linear(6, 3), torch.nn.BatchNorm1d(3))
     before = batchnorm[1].running_mean.clone()
     problem = Problem.from_torch(batchnorm, torch.as_tensor(x), torch.as_tensor(y), 4)  # tensors too

@@ -140,3 +140,21 @@ def test_cyclic_repetition_bounds_its_conditioning_check():
     np.testing.assert_allclose(code.decoding_weights(alive) @ code.encoding_matrix[alive], 1.0, atol=1e-8)
     explicit = CyclicRepetition(12, 2, max_subsets=30)  # C(12, 2) = 66 > 30: sampled, as given
     assert explicit.checked_subsets == 30
+
+
+def test_workers_and_messages_are_checked_naming_them():
+    """What the API fuzz found: partitions('1') and group(1.5) were accepted, inf overflowed,
+    decode took numeric strings and raised IndexError on a scalar."""
+    fr, cr = FractionalRepetition(6, 1), CyclicRepetition(6, 1)
+    for call in (fr.partitions, fr.group, cr.partitions):
+        for bad in ("1", 1.5, np.inf, [1], 6, -1, True):
+            with pytest.raises(ValueError, match="worker"):
+                call(bad)
+        assert call(np.int64(5)) is not None
+    for code in (fr, cr):
+        alive = np.arange(5)
+        for bad in (None, 2.0, np.array(["1"] * 5), np.array([1.0] * 5, dtype=object), "abc"):
+            with pytest.raises(ValueError, match="messages"):
+                code.decode(bad, alive)
+        G = np.random.default_rng(0).normal(size=(6, 3))
+        np.testing.assert_allclose(code.decode(code.encoding_matrix[alive] @ G, alive), G.sum(axis=0))

@@ -7,7 +7,8 @@ gradients over the partitions it holds).
 - :func:`simulate` (:mod:`.training`): SGD with every scheme (DGD, GC-FR/CR, IS-SGD, IS-GC,
   PGC-FR/CR) on a virtual clock, reproducible step for step;
 - :func:`train_on_cluster` (:mod:`.cluster`): the same schemes on a thread cluster or Ray,
-  with stateful workers (:class:`WorkerState`), real time and a deadline per step.
+  with stateful workers (each keeps its partitions and stored gradients between steps), real
+  time and a deadline per step.
 
 Faulty workers (a gradient that raises, returns NaN or the wrong shape, hangs) are
 stragglers on both trainers; an exact scheme (:data:`EXACT_SCHEMES`) that cannot decode
@@ -15,7 +16,6 @@ raises :class:`TooManyStragglersError`, an approximate one takes a flagged degra
 (``Step.degraded``): the table is in :mod:`.training`.
 """
 
-from .cluster import WorkerState
 from .cluster import train as train_on_cluster
 from .codes import CODES, CyclicRepetition, FractionalRepetition, GradientCode, TooManyStragglersError
 from .training import EXACT_SCHEMES, FAULT_KINDS, SCHEMES, Problem, Step, simulate
@@ -31,7 +31,6 @@ __all__ = [
     "Problem",
     "Step",
     "TooManyStragglersError",
-    "WorkerState",
     "simulate",
     "train_on_cluster",
 ]

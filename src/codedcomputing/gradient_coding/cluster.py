@@ -79,7 +79,6 @@ __all__ = [
     "MIN_STEP_TIMEOUT_S",
     "STEP_TIMEOUT_FACTOR",
     "WorkerBusy",
-    "WorkerState",
     "train",
 ]
 
@@ -96,7 +95,8 @@ class WorkerBusy(WorkerFailure):
 
 
 class WorkerState:
-    r"""One worker's state: its partitions, its scheme's coefficients over them, and (for
+    r"""The trainers' plumbing, not public API (its arguments are the trainers' own, checked
+    there). One worker's state: its partitions, its scheme's coefficients over them, and (for
     pipelined schemes) the latest gradient of each partition. :meth:`work` runs one step;
     under pipelining its fresh gradients stay pending until the master :meth:`settle`\ s the
     step, keeping them only if the worker's result arrived in time (a late worker's work is

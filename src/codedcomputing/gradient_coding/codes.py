@@ -17,7 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from .._arraylib import check_alive, one_blas_thread
-from .._validation import check_count, check_number
+from .._validation import check_count, check_number, check_real_array
 
 __all__ = ["CODES", "CyclicRepetition", "FractionalRepetition", "GradientCode", "TooManyStragglersError"]
 
@@ -85,16 +85,20 @@ class GradientCode(ABC):
 
     def decode(self, messages, alive) -> np.ndarray:
         """``sum_j g_j`` from the messages ``m_i`` (rows, any trailing shape) of ``alive``."""
-        messages = np.asarray(messages, dtype=np.float64)
+        messages = check_real_array(messages, "messages")
         weights = self.decoding_weights(alive)
-        if messages.shape[0] != weights.size:
+        if messages.ndim == 0 or messages.shape[0] != weights.size:
             raise ValueError(
-                f"messages must have one row per entry of alive ({weights.size}), got {messages.shape[0]}"
+                f"messages must have one row per entry of alive ({weights.size}), got shape {messages.shape}"
             )
         return np.tensordot(weights, messages, axes=1)
 
     @abstractmethod
     def _weights(self, alive: np.ndarray) -> np.ndarray: ...
+
+    def _worker(self, worker) -> int:
+        """``worker`` checked: an int in ``0..n-1`` (numpy integers too)."""
+        return check_count(worker, "worker", 0, self.num_workers - 1)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(num_workers={self.num_workers}, num_stragglers={self.num_stragglers})"
@@ -138,13 +142,15 @@ class FractionalRepetition(GradientCode):
         return self._matrix
 
     def partitions(self, worker: int) -> np.ndarray:
-        """Its group's partitions, ascending (the same for every member)."""
+        """Its group's partitions, ascending (the same for every member; ``worker`` an int in
+        ``0..n-1``)."""
         start = self.group(worker) * self.group_size
         return np.arange(start, start + self.group_size)
 
     def group(self, worker: int) -> int:
-        """The group of ``worker``: its partitions are ``group * (s + 1)`` onwards."""
-        return int(worker) // self.group_size
+        """The group of ``worker`` (an int in ``0..n-1``): its partitions are ``group * (s + 1)``
+        onwards."""
+        return self._worker(worker) // self.group_size
 
     def _weights(self, alive):
         weights = np.zeros(alive.size)
@@ -240,8 +246,9 @@ class CyclicRepetition(GradientCode):
         return self._matrix
 
     def partitions(self, worker: int) -> np.ndarray:
-        """``worker, worker + 1, ..., worker + s`` (mod n), its own first."""
-        return (int(worker) + np.arange(self.num_stragglers + 1)) % self.num_workers
+        """``worker, worker + 1, ..., worker + s`` (mod n), its own first (``worker`` an int in
+        ``0..n-1``)."""
+        return (self._worker(worker) + np.arange(self.num_stragglers + 1)) % self.num_workers
 
     def _draw(self, seed: int) -> np.ndarray:
         n, s = self.num_workers, self.num_stragglers

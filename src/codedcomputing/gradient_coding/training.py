@@ -166,6 +166,9 @@ class Problem:
             raise ValueError(f"module must be a torch.nn.Module, got {type(module).__name__}")
         if not any(p.requires_grad for p in module.parameters()):
             raise ValueError("module must have trainable parameters (requires_grad), it has none")
+        bad = [name for name, p in module.named_parameters() if not bool(torch.isfinite(p).all())]
+        if bad:
+            raise ValueError(f"module's parameters must be finite, got NaN or inf in {bad[:5]}")
         x = _check_inputs(inputs)
         y = _check_labels(labels, len(x))
         num_partitions = check_count(num_partitions, "num_partitions", 1, maximum=MAX_PARTITIONS)
@@ -173,7 +176,7 @@ class Problem:
             raise ValueError(
                 f"num_partitions must be at most the number of examples ({len(x)}), got {num_partitions}"
             )
-        rng = check_rng(seed, "seed")
+        rng = np.random.default_rng(check_seed(seed, "seed"))
         objective = _TorchObjective(module, x, y, num_partitions, rng)
         objective.check_shapes()
         return cls(objective.gradient, objective.loss, objective.initial(), num_partitions)
