@@ -501,3 +501,10 @@ def test_the_hull_design_survives_thin_hulls_and_duplicate_sites():
     assert np.unique(line).size == 9 and np.all(np.isin([0.0, 0.3, 1.0], line))
     equal = layout.hull_design(np.zeros((3, 1)), 5, include=True)
     np.testing.assert_array_equal(equal, np.zeros((5, 1)))
+
+
+def test_a_complex_batch_is_refused_naming_x():
+    """bind laid out complex inputs by their real parts, with a ComplexWarning: refused now."""
+    code = cc.ManifoldGCC(4, 12)
+    with pytest.raises(ValueError, match="X must be real"):
+        code.bind(np.ones((4, 3)) * (1 + 1j))

@@ -607,6 +607,8 @@ class ManifoldGCC(Code):
         order and spacing (``layout``: a :class:`Layout`), or for ``design="thin-plate"`` a
         :class:`ThinPlateCode` on the batch's embedding (``layout``: a :class:`SiteLayout`)."""
         X = _arraylib.check_inputs(X, self.num_inputs)
+        if _arraylib.is_complex(X):  # the layout needs real distances
+            raise ValueError(f"X must be real for a batch layout, got complex {X.dtype}")
         start = time.perf_counter()
         flat = _arraylib.to_float64(X)
         if self.reference is not None and flat.shape[1] != self.reference.shape[1]:
