@@ -126,7 +126,7 @@ The extensions (ManifoldGCC, ThinPlateCode, ``layout``; RobustGCC, ``robust_lamb
 - ``robust_lambda``: q <= ``num_points`` is valid (q = n: every point corrupted, the
   schedule's end), q > n invalid; the value must be the docstring's schedule to 1e-12.
 - ``block_medians``: ``knots`` sorted and distinct (its docstring: unsorted or repeated
-  knots are invalid); ``values`` 2-D ``(n, d)`` and finite; ``size`` >= 1 (> n: one
+  knots are invalid); ``values`` ``(n, ...)`` and finite (1-D is one column); ``size`` >= 1 (> n: one
   block); ``points`` finite, 1-D, maybe empty. Affine values are reproduced exactly
   wherever there are two blocks or more (one block is a constant).
 - Attacks: ``num_adversaries`` any count (more than returned: all of them, the docstring);
@@ -2547,7 +2547,6 @@ def _bad_bm_values(d: Draw, ctx: dict) -> list:
     shape = np.shape(ctx["values"])
     return [
         *_bad_array_common(shape, d),
-        ("1-d", d.normal(n)),
         ("too-many-rows", d.normal((n + 1, shape[1]))),
         ("python-scalar", 0.5),
     ]

@@ -113,7 +113,8 @@ class Attack(ABC):
         if q == 0:
             return Corruption(values, np.empty(0, dtype=np.intp))
         rows = np.asarray(self._corrupt(code, flat, alive, q, rng), dtype=np.intp)
-        out = _arraylib.from_float64(flat, values)
+        with np.errstate(over="ignore"):  # garbage beyond the dtype's range is inf: an erasure
+            out = _arraylib.from_float64(flat, values)
         out = out.reshape(tuple(values.shape))
         return Corruption(out, np.sort(alive[rows]))
 

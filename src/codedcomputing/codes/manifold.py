@@ -589,7 +589,7 @@ class ManifoldGCC(Code):
 
     @staticmethod
     def _check_reference(reference) -> np.ndarray:
-        rows = len(reference) if hasattr(reference, "__len__") else -1
+        rows = len(reference) if hasattr(reference, "__len__") and np.ndim(reference) > 0 else -1
         if rows < 2:
             raise ValueError(f"reference must hold at least 2 samples (M, ...), got {reference!r:.80}")
         layout.check_size(rows, "reference")
