@@ -4,6 +4,9 @@ A claim is one sentence fixed here; what it measured, in which setting, and whet
 are computed from the rows of the experiment that tests it (as read back from its CSV), so a
 report never states a figure that its CSV does not hold. :data:`CLAIMS` maps each experiment
 to the function that reads its claims from its rows; :data:`PAPERS` names the papers.
+Which claims there are follows from the configuration that was run (a claim per network, p,
+backend or task it runs): one whose rows are missing is "not measured", saying what is
+missing, and is never left out.
 
 Where a claim needs a threshold the paper does not give (a fitted slope "at the rate"), the
 threshold is in the claim's sentence: a rate claim holds when the fitted slope is at most
