@@ -448,7 +448,7 @@ def test_plot_on_a_damaged_csv_draws_without_the_bad_rows_or_says_why_not(tmp_pa
     assert outcome in ("left out", "drawn")
 
 
-@pytest.mark.slow  # about 700 figures drawn: 5-10 minutes on 2 cores
+@pytest.mark.slow  # 628 figures drawn: about 11 minutes on 2 shared cores
 @pytest.mark.parametrize("name", list(SMALL))
 def test_plot_never_fails_with_a_traceback_on_any_damage(tmp_path, name):
     from codedcomputing.experiments import EXPERIMENTS
