@@ -44,7 +44,9 @@ def test_example_prints_an_error_per_code_and_gcc_beats_bacc():
     mse = _mse_by_code(result.output)
     assert {"gcc", "bacc", "lcc", "uncoded", "replication"} <= set(mse)
     assert mse["gcc"] < mse["bacc"]
-    assert mse["replication"] == 0.0  # exact copies, and N = 5K survives 5 stragglers
+    # exact copies, and N = 5K survives 5 stragglers: rounding only (f on 50 rows and on 10 may
+    # take different BLAS kernels)
+    assert mse["replication"] < 1e-24
 
 
 def test_example_is_reproducible_from_its_seed():
