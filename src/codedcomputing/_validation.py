@@ -121,6 +121,23 @@ def check_rng(rng, name: str = "rng") -> np.random.Generator:
     return np.random.default_rng(rng)
 
 
+def check_seed(seed, name: str) -> int:
+    """``seed`` as an int >= 0 (numpy integers too, any size; bools refused)."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"{name} must be an integer >= 0, got {seed!r}")
+    return int(seed)
+
+
+def check_adversaries(num_adversaries, num_workers) -> int:
+    """``num_adversaries`` as an int in ``0..N-1`` (with ``N`` liars no one is honest); an
+    invalid ``num_workers`` is left for its own check."""
+    q = check_count(num_adversaries, "num_adversaries", 0)
+    valid_n = isinstance(num_workers, (int, np.integer)) and not isinstance(num_workers, (bool, np.bool_))
+    if valid_n and q >= num_workers:
+        raise ValueError(f"num_adversaries must be below num_workers = {int(num_workers)}, got {q}")
+    return q
+
+
 def check_real_array(values, name: str) -> np.ndarray:
     """``values`` as a float64 array; refuses complex, non-numeric and ragged input."""
     try:

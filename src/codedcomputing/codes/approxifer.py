@@ -7,7 +7,7 @@ import numpy as np
 from numpy.polynomial import chebyshev
 
 from .. import _arraylib
-from .._validation import check_count
+from .._validation import check_adversaries, check_count
 from .bacc import BACC
 
 __all__ = ["ApproxIFER"]
@@ -109,12 +109,7 @@ class ApproxIFER(BACC):
         beta=None,
         assignment: str = "natural",
     ):
-        self.num_adversaries = check_count(num_adversaries, "num_adversaries", 0)
-        if isinstance(num_workers, (int, np.integer)) and not isinstance(num_workers, bool):
-            if self.num_adversaries >= num_workers:
-                raise ValueError(
-                    f"num_adversaries must be below num_workers = {int(num_workers)}, got {num_adversaries}"
-                )
+        self.num_adversaries = check_adversaries(num_adversaries, num_workers)
         super().__init__(
             num_inputs, num_workers, points=points, alpha=alpha, beta=beta, assignment=assignment
         )

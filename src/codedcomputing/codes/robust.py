@@ -8,8 +8,8 @@ import math
 import numpy as np
 
 from .. import _arraylib
-from .._validation import check_choice, check_count, check_number, check_real_array
-from ..spline.reinsch import _Smoother, _Stencil
+from .._validation import check_adversaries, check_choice, check_count, check_number, check_real_array
+from ..spline.reinsch import _check_points, _Smoother, _Stencil, check_knots, check_values
 from .gcc import GCC
 
 __all__ = [
@@ -209,7 +209,7 @@ class RobustGCC(GCC):
         beta=None,
         assignment: str = "natural",
     ):
-        self.num_adversaries = _check_adversaries(num_adversaries, num_workers)
+        self.num_adversaries = check_adversaries(num_adversaries, num_workers)
         self.bound = None if bound is None else check_number(bound, "bound", low=0.0, low_open=True)
         self.schedule = check_choice(schedule, "schedule", SCHEDULES)
         self.loss = check_choice(loss, "loss", LOSSES)
@@ -270,7 +270,8 @@ class RobustGCC(GCC):
     def clip(self, Y, alive):
         """The results ``Y`` of workers ``alive`` (``Y[i]`` from ``alive[i]``, ``(n, ...)``) as
         the decoder uses them (step 1): float64 ``(n, d)`` in the order given, clipped to the
-        bound, or, without one, to the range the results set around their robust trend.
+        bound, or, without one, to the ranges the honest majority sets (step 1 of the class
+        docstring).
 
         Raises ``ValueError`` naming ``Y`` or ``alive`` when they do not match, or when ``Y``
         holds NaN or inf (:meth:`decode` drops such rows as erasures; this takes finite ones).
@@ -393,10 +394,11 @@ def block_medians(knots, values, size: int, points=None) -> np.ndarray:
     in the knots are reproduced exactly (a block's median is then the value at its median
     knot). ``O(n d)``. Returns ``(len(points), d)`` float64, ``d`` the product of ``values``'
     trailing dimensions."""
-    knots = _check_knots(knots, "knots", 1)
-    flat = _check_values(values, knots.size)
+    knots, flat = _checked(knots, values, ordered=True)
     size = min(check_count(size, "size", 1), knots.size)  # one block at most
-    points = knots if points is None else _check_knots(points, "points", 0, distinct=False, ordered=False)
+    if points is not None and np.ndim(points) != 1:
+        raise ValueError(f"points must be one-dimensional, got shape {np.shape(points)}")
+    points = knots if points is None else _check_points(points)
     return _block_medians(knots, flat, size, points)
 
 
@@ -427,39 +429,19 @@ def _block_medians(knots: np.ndarray, values: np.ndarray, size: int, points: np.
     return (1.0 - share) * medians[where] + share * medians[where + 1]
 
 
-def _check_adversaries(num_adversaries, num_workers) -> int:
-    """``num_adversaries`` checked: an int in ``0..N-1`` (with ``N`` liars no one is honest)."""
-    q = check_count(num_adversaries, "num_adversaries", 0)
-    if isinstance(num_workers, (int, np.integer)) and not isinstance(num_workers, bool) and q >= num_workers:
-        raise ValueError(f"num_adversaries must be below num_workers = {int(num_workers)}, got {q}")
-    return q
-
-
-def _check_knots(points, name: str, minimum: int, *, distinct: bool = True, ordered: bool = True):
-    """``points`` as a finite 1-D float64 array of at least ``minimum`` entries; distinct and
-    sorted ascending where asked."""
-    pts = check_real_array(points, name)
-    if pts.ndim != 1 or pts.size < minimum:
-        raise ValueError(f"{name} must be a 1-D array of at least {minimum} points, got shape {pts.shape}")
-    if not np.all(np.isfinite(pts)):
-        raise ValueError(f"{name} contains NaN or inf")
-    if ordered and np.any(np.diff(pts) < 0):
-        raise ValueError(f"{name} must be sorted ascending")
-    if distinct and np.unique(pts).size != pts.size:
-        raise ValueError(f"{name} contains duplicate points")
-    return pts
-
-
-def _check_values(values, n: int) -> np.ndarray:
-    """``values`` as finite real float64 ``(n, d)``."""
-    values = _arraylib._as_array(values, "values")
-    if values.ndim == 0 or values.shape[0] != n:
-        rows = values.shape[0] if values.ndim else "a scalar"
-        raise ValueError(f"values must have one row per knot: {rows} rows for {n} knots")
-    values = _arraylib.check_inputs(values, n, "values")
-    if _arraylib.is_complex(values):
-        raise ValueError(f"values must hold real numbers, got {values.dtype}")
-    return _arraylib.to_float64(values)
+def _checked(knots, values, *, ordered: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(knots, values)`` as the spline checks them (finite, distinct knots; one finite row of
+    values per knot), a single knot allowed; knots sorted where ``ordered``; values as
+    float64 ``(n, d)``."""
+    knots = check_real_array(knots, "knots")
+    if knots.shape == (1,):  # one knot: a constant, nothing to fit
+        if not np.isfinite(knots[0]):
+            raise ValueError("knots contains NaN or inf")
+    else:
+        knots = check_knots(knots)
+    if ordered and np.any(np.diff(knots) < 0):
+        raise ValueError("knots must be sorted ascending")
+    return knots, _arraylib.to_float64(check_values(values, knots.size))
 
 
 def _majority_range(values: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray]:
@@ -476,8 +458,7 @@ def repeated_median_line(knots, values) -> np.ndarray:
     """Siegel's repeated-median line through ``values`` (``(n, ...)``, at ``n >= 1`` distinct
     finite ``knots``, any order), per column (of the trailing dimensions flattened), read at the
     knots: ``(n, d)`` float64. See :func:`_repeated_median_line`."""
-    knots = _check_knots(knots, "knots", 1, ordered=False)
-    return _repeated_median_line(knots, _check_values(values, knots.size))
+    return _repeated_median_line(*_checked(knots, values, ordered=False))
 
 
 def _repeated_median_line(knots: np.ndarray, values: np.ndarray) -> np.ndarray:

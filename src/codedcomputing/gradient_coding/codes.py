@@ -17,7 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from .._arraylib import check_alive, one_blas_thread
-from .._validation import check_count, check_number, check_real_array
+from .._validation import check_count, check_number, check_real_array, check_seed
 
 __all__ = ["CODES", "CyclicRepetition", "FractionalRepetition", "GradientCode", "TooManyStragglersError"]
 
@@ -32,13 +32,6 @@ class TooManyStragglersError(ValueError):
         super().__init__(message)
         self.missing = missing
         self.history = [] if history is None else list(history)
-
-
-def check_seed(seed, name: str) -> int:
-    """``seed`` as an int >= 0 (numpy integers too; bools refused)."""
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"{name} must be an integer >= 0, got {seed!r}")
-    return int(seed)
 
 
 class GradientCode(ABC):

@@ -87,10 +87,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _arraylib
-from .._validation import check_choice, check_count, check_number, check_real_array, check_rng
+from .._validation import check_choice, check_count, check_number, check_real_array, check_rng, check_seed
 from ..runtime.delays import DelayModel
 from ..runtime.faults import FaultModel, corrupt
-from .codes import CyclicRepetition, FractionalRepetition, TooManyStragglersError, check_seed
+from .codes import CyclicRepetition, FractionalRepetition, TooManyStragglersError
 
 __all__ = ["EXACT_SCHEMES", "FAULT_KINDS", "SCHEMES", "Problem", "Step", "simulate"]
 

@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from .. import _arraylib
-from .._validation import check_choice, check_count, check_probability, check_rng
+from .._validation import check_choice, check_count, check_probability, check_rng, check_seed
 from ..adversaries import Attack
 
 __all__ = ["KINDS", "Adversarial", "FaultModel", "Fixed", "Independent", "InjectedFault", "corrupt"]
@@ -139,8 +139,7 @@ def corrupt(result, kind: str, seed: int):
     device. ``result`` must be numeric (an array, a tensor or a number).
     """
     kind = check_choice(kind, "kind", ("nan", "garbage"))
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    check_seed(seed, "seed")
     if not _arraylib.is_torch(result):
         try:
             array = np.asarray(result)

@@ -247,7 +247,8 @@ def check_values(values, num_knots: int) -> np.ndarray:
     y = check_real_array(values, "values")
     if y.ndim == 0 or y.shape[0] != num_knots:
         raise ValueError(
-            f"values must have leading dimension {num_knots} (one row per knot), got shape {y.shape}"
+            f"values must have leading dimension {num_knots} (one row for each of the {num_knots} knots), "
+            f"got shape {y.shape}"
         )
     if not np.all(np.isfinite(y)):
         raise ValueError("values contains NaN or inf")
