@@ -112,8 +112,9 @@ The extensions (ManifoldGCC, ThinPlateCode, ``layout``; RobustGCC, ``robust_lamb
   systematic, K <= N, both lambdas 0 and every worker returned, ``decode(sin(encode(X)))``
   equals ``sin(X)`` in ``X``'s row order to 1e-7 (for the thin-plate design only where its
   spline interpolates: sites distinct and in general position).
-- ThinPlateCode: ``sites`` must be distinct (its docstring); ``worker_sites`` may repeat
-  (not fuzzed); nested lists are valid.
+- ThinPlateCode: ``sites`` may repeat (its docstring: ``bind`` puts identical inputs on one
+  site, and ``get_params`` must rebuild that code), and repeated ones are drawn;
+  ``worker_sites`` may repeat (not fuzzed); nested lists are valid.
 - RobustGCC and ApproxIFER: ``num_adversaries`` q >= N is invalid (no honest result left
   to decode from), as is a negative one. RobustGCC: ``bound`` None or a finite number > 0;
   ``lambda_dec`` and ``scale`` None or finite >= 0 (``"gcv"`` is GCC's, invalid here);
@@ -2127,6 +2128,8 @@ def _manifold_params() -> tuple[Param, ...]:
 
 def _sites_valid(d: Draw, ctx: dict):
     sites = d.normal((int(ctx["num_inputs"]), d.int(1, 3)))
+    if len(sites) >= 2 and d.int(0, 3) == 0:  # a repeated site, as bind gives identical inputs
+        sites[-1] = sites[0]
     return d.pick((sites, sites, sites.tolist(), sites.astype(np.float32)))
 
 
@@ -2136,7 +2139,7 @@ def _worker_sites_valid(d: Draw, ctx: dict):
     return d.pick((sites, sites, sites.tolist()))
 
 
-def _bad_sites(rows_of: Callable[[dict], int], name: str, *, distinct: bool):
+def _bad_sites(rows_of: Callable[[dict], int], name: str):
     def pool(d: Draw, ctx: dict) -> list:
         rows = rows_of(ctx)
         m = np.shape(np.asarray(ctx[name]))[1]
@@ -2152,8 +2155,6 @@ def _bad_sites(rows_of: Callable[[dict], int], name: str, *, distinct: bool):
         ]
         if rows >= 2:
             out.append(("too-few-rows", good[:-1]))
-        if distinct and rows >= 2:
-            out.append(("duplicate-rows", np.concatenate([good[:1], good[:-1]])))
         if name == "worker_sites":
             out.append(("other-columns", d.normal((rows, m + 1))))
         return out
@@ -2167,11 +2168,11 @@ def _thin_plate_params() -> tuple[Param, ...]:
         Param("num_workers", _num_workers_valid, bad_count(2, name="num_workers")),
         Param("lambda_enc", _lambda_valid, _bad_lambda),
         Param("lambda_dec", _lambda_valid, _bad_lambda),
-        Param("sites", _sites_valid, _bad_sites(_n_inputs, "sites", distinct=True)),
+        Param("sites", _sites_valid, _bad_sites(_n_inputs, "sites")),
         Param(
             "worker_sites",
             _worker_sites_valid,
-            _bad_sites(lambda ctx: int(ctx["num_workers"]), "worker_sites", distinct=False),
+            _bad_sites(lambda ctx: int(ctx["num_workers"]), "worker_sites"),
         ),
     )
 

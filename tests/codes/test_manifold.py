@@ -324,10 +324,29 @@ def test_thin_plate_options_are_checked():
 
     with pytest.raises(ValueError, match="worker_sites"):
         ThinPlateCode(3, 6, sites=np.eye(3, 2), worker_sites=np.zeros((6, 3)))
-    with pytest.raises(ValueError, match="sites must be distinct"):
-        ThinPlateCode(3, 6, sites=np.zeros((3, 2)), worker_sites=np.zeros((6, 2)))
     with pytest.raises(ValueError, match="sites"):
         ThinPlateCode(3, 6, sites=np.full((3, 2), np.nan), worker_sites=np.zeros((6, 2)))
+
+
+def test_a_bound_thin_plate_code_is_rebuilt_from_its_params():
+    """Identical inputs share a site; get_params gives those sites to the constructor, which
+    takes them (Code.get_params: the rebuilt code is equal), and encodes and decodes alike."""
+    from codedcomputing.codes.manifold import ThinPlateCode
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(7, 4))
+    X[[4, 6]] = X[1]
+    for lambdas in ((0.0, 0.0), (1e-3, 1e-2)):
+        bound = cc.ManifoldGCC(7, 21, *lambdas, design="thin-plate").bind(X)
+        assert np.unique(bound.sites, axis=0).shape[0] == 5  # the repeated inputs share a site
+        again = ThinPlateCode(**bound.get_params())
+        assert repr(again) == repr(bound)
+        np.testing.assert_array_equal(again.sites, bound.sites)
+        np.testing.assert_array_equal(again.worker_sites, bound.worker_sites)
+        Y = np.tanh(bound.encode(X))
+        np.testing.assert_array_equal(again.encode(X), bound.encode(X))
+        alive = np.sort(rng.choice(21, 15, replace=False))
+        np.testing.assert_array_equal(again.decode(Y[alive], alive), bound.decode(Y[alive], alive))
 
 
 def test_centripetal_spacing_uses_the_square_roots_of_the_chords():

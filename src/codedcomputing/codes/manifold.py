@@ -187,9 +187,10 @@ class ThinPlateCode(Code):
     lambda_enc, lambda_dec : float, default 0
         The smoothing parameters (mean convention), >= 0; 0 interpolates.
     sites : array_like, shape (K, m)
-        Where the inputs sit, distinct (``ValueError`` otherwise: two inputs at one site
-        could not take two values there). The code :meth:`ManifoldGCC.bind` returns puts
-        identical inputs on one site; ``get_params`` then gives sites this constructor refuses.
+        Where the inputs sit. Sites may repeat (the code :meth:`ManifoldGCC.bind` returns
+        puts identical inputs on one site): the encoder's spline then fits the inputs there
+        as the objective says (at ``lambda_enc = 0``, it takes their mean), and the decoder
+        gives them one estimate.
     worker_sites : array_like, shape (N, m)
         Where the workers sit, in worker order.
 
@@ -227,25 +228,8 @@ class ThinPlateCode(Code):
         lambda_enc = check_lambda(lambda_enc, "lambda_enc")
         lambda_dec = check_lambda(lambda_dec, "lambda_dec")
         sites = self._check_sites(sites, num_inputs, "sites", None)
-        if np.unique(sites, axis=0).shape[0] < num_inputs:
-            raise ValueError("sites must be distinct: two inputs at one site cannot take two values there")
         worker_sites = self._check_sites(worker_sites, num_workers, "worker_sites", sites.shape[1])
         super().__init__(num_inputs, num_workers)
-        self._build(lambda_enc, lambda_dec, sites, worker_sites)
-
-    @classmethod
-    def _bound(cls, num_inputs, num_workers, lambda_enc, lambda_dec, sites, worker_sites) -> ThinPlateCode:
-        """The code :meth:`ManifoldGCC.bind` builds from checked sizes and lambdas and float64
-        sites, finite, of the right shapes, which it owns; identical inputs share a site
-        (equal values there). No checks are performed."""
-        code = cls.__new__(cls)
-        Code.__init__(code, num_inputs, num_workers)
-        code._build(lambda_enc, lambda_dec, _read_only(sites), _read_only(worker_sites))
-        return code
-
-    def _build(
-        self, lambda_enc: float, lambda_dec: float, sites: np.ndarray, worker_sites: np.ndarray
-    ) -> None:
         self.lambda_enc, self.lambda_dec = lambda_enc, lambda_dec
         self.sites, self.worker_sites = sites, worker_sites
         self._encoder = _read_only(
@@ -680,9 +664,7 @@ class ManifoldGCC(Code):
             include = self.systematic and count <= n
             workers = layout._hull_design(distinct_sites, n, include=include)
             sites = distinct_sites[inverse]  # identical inputs share their site
-        # identical inputs share a site: a code the public constructor, which wants distinct
-        # sites, would refuse (the values there are equal, so the spline is defined)
-        bound = ThinPlateCode._bound(k, n, self.lambda_enc, self.lambda_dec, sites, workers)
+        bound = ThinPlateCode(k, n, self.lambda_enc, self.lambda_dec, sites=sites, worker_sites=workers)
         bound.layout = SiteLayout(
             sites=bound.sites,
             worker_sites=bound.worker_sites,
