@@ -131,28 +131,32 @@ def check_inputs(x, num_rows: int, name: str = "X"):
     return x
 
 
-def check_alive(alive, num_workers: int) -> np.ndarray:
-    """``alive`` as an int64 array; rejects non-integers, out-of-range and duplicate indices."""
+def check_alive(alive, num_workers: int, name: str = "alive") -> np.ndarray:
+    """``alive`` (distinct indices in ``0 .. num_workers - 1``, maybe none) as an int64 array;
+    rejects non-integers (whole-number floats pass), out-of-range and duplicate indices with
+    a ``ValueError`` naming ``name``."""
     if is_torch(alive):
         alive = alive.cpu().numpy()
     try:
         arr = np.asarray(alive)
     except (TypeError, ValueError) as err:  # ragged nesting
-        raise ValueError(f"alive must be a one-dimensional sequence of worker indices: {err}") from None
+        raise ValueError(f"{name} must be a one-dimensional sequence of indices: {err}") from None
     if arr.ndim != 1:
-        raise ValueError(f"alive must be a one-dimensional sequence of worker indices, got shape {arr.shape}")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{name} must be a one-dimensional sequence of indices, got shape {arr.shape}")
+    if arr.size == 0:  # of any dtype (an empty list is float64)
+        return np.zeros(0, dtype=np.int64)
+    if not np.issubdtype(arr.dtype, np.integer):
         if not (np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr))):
-            raise ValueError(f"alive must hold integer worker indices, got dtype {arr.dtype}")
+            raise ValueError(f"{name} must hold integer indices, got dtype {arr.dtype}")
     out_of_range = (arr < 0) | (arr >= num_workers)  # before casting, so the message shows them as given
     if out_of_range.any():
         raise ValueError(
-            f"alive has indices outside [0, {num_workers - 1}]: {arr[out_of_range].tolist()[:10]}"
+            f"{name} has indices outside [0, {num_workers - 1}]: {arr[out_of_range].tolist()[:10]}"
         )
     arr = arr.astype(np.int64)
     values, counts = np.unique(arr, return_counts=True)
     if (counts > 1).any():
-        raise ValueError(f"alive has duplicate worker indices: {values[counts > 1].tolist()[:10]}")
+        raise ValueError(f"{name} has duplicate indices: {values[counts > 1].tolist()[:10]}")
     return arr
 
 

@@ -44,6 +44,7 @@ from scipy.sparse.linalg import eigsh
 from scipy.spatial import Delaunay, QhullError, cKDTree
 from scipy.stats import qmc
 
+from . import _arraylib
 from ._validation import check_count, check_flag, check_real_array
 
 __all__ = [
@@ -110,27 +111,6 @@ def _checked_distances(distances, name: str = "distances", remedy: str = "") -> 
     if np.any(array < 0):
         raise ValueError(f"{name} must be >= 0, got {float(np.min(array))!r}")
     return array
-
-
-def _checked_indices(indices, count: int, name: str) -> np.ndarray:
-    """``indices`` (a 1-D sequence of distinct integers in ``0 .. count-1``, maybe empty) as
-    an ``intp`` array; bools, fractions and strings are refused."""
-    try:
-        array = np.asarray(indices)
-    except (TypeError, ValueError) as err:  # ragged nesting
-        raise ValueError(f"{name} must be a 1-D sequence of indices: {err}") from None
-    if array.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D sequence of indices, got shape {array.shape}")
-    if array.size == 0:
-        return np.zeros(0, dtype=np.intp)
-    if not np.issubdtype(array.dtype, np.integer):
-        raise ValueError(f"{name} must hold integer indices, got dtype {array.dtype}")
-    outside = (array < 0) | (array >= count)
-    if np.any(outside):
-        raise ValueError(f"{name} has indices outside 0..{count - 1}: {array[outside].tolist()[:10]}")
-    if np.unique(array).size != array.size:
-        raise ValueError(f"{name} has repeated indices")
-    return array.astype(np.intp)
 
 
 def _checked_graph(graph, *, connected: bool = False, symmetric: bool = False) -> csr_array:
@@ -287,11 +267,12 @@ def join_components(
     Raises ``ValueError`` when no component has a finite link out (non-finite distances).
 
     ``graph``: a scipy sparse ``(n, n)`` array or matrix with weights finite and > 0;
-    ``distances``: real, ``>= 0`` (``inf``: no link); ``rows``: distinct indices of nodes.
-    Anything else raises ``ValueError`` naming the argument."""
+    ``distances``: real, ``>= 0`` (``inf``: no link); ``rows``: distinct indices of nodes
+    (integers or whole-number floats). Anything else raises ``ValueError`` naming the
+    argument."""
     graph = _checked_graph(graph)
     n = graph.shape[0]
-    rows = np.arange(n) if rows is None else _checked_indices(rows, n, "rows")
+    rows = np.arange(n) if rows is None else _arraylib.check_alive(rows, n, "rows")
     distances = check_real_array(distances, "distances")
     if distances.shape != (rows.size, n):
         raise ValueError(
@@ -360,9 +341,10 @@ def _first_principal_axis(centred: np.ndarray) -> np.ndarray:
 
 def path_length(distances: np.ndarray, order: np.ndarray) -> float:
     """The length of the open path visiting the points in ``order`` (distinct indices into
-    ``distances``, a square matrix, finite and >= 0; ``ValueError`` naming either)."""
+    ``distances``, integers or whole-number floats, as ``alive`` takes them) through
+    ``distances`` (a square matrix, finite and >= 0); ``ValueError`` naming either."""
     distances = _checked_distances(distances)
-    return _path_length(distances, _checked_indices(order, distances.shape[0], "order"))
+    return _path_length(distances, _arraylib.check_alive(order, distances.shape[0], "order"))
 
 
 def _path_length(distances: np.ndarray, order: np.ndarray) -> float:

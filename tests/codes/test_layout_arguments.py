@@ -186,6 +186,8 @@ def test_path_length_and_chain_order_take_valid_edge_cases():
     assert layout.path_length(D, []) == 0.0
     assert layout.path_length(D, np.array([3], dtype=np.int32)) == 0.0
     assert layout.path_length(D, (0, 1)) == D[0, 1]
+    assert layout.path_length(D, [0.0, 1.0]) == D[0, 1]  # whole-number floats, as alive takes them
+    assert layout.path_length(D, np.array([], dtype=str)) == 0.0  # empty, of any dtype
     assert layout.knn_graph(D, 50).shape == (6, 6)  # more neighbours than points: clamped
     assert layout.chain_order(np.zeros((0, 0))).size == 0
 
