@@ -12,7 +12,7 @@ from scipy.sparse import csr_array
 from scipy.sparse.csgraph import connected_components
 
 from .. import _arraylib, layout
-from .._validation import check_choice, check_count, check_real_array
+from .._validation import MAX_COUNT, check_choice, check_count, check_real_array
 from ..points import make_points
 from ..spline import check_lambda
 from .base import Code
@@ -558,18 +558,11 @@ class ManifoldGCC(Code):
     @staticmethod
     def _check_sizes(num_inputs, num_workers, design: str, reference) -> None:
         """Refuse sizes whose layout would not fit, before anything is allocated."""
-        num_inputs = check_count(num_inputs, "num_inputs", 1)
-        num_workers = check_count(num_workers, "num_workers", 2)
-        if design == "thin-plate":
-            check_count(num_inputs, "num_inputs", 1, MAX_THIN_PLATE_POINTS)
-            check_count(num_workers, "num_workers", 2, MAX_THIN_PLATE_POINTS)
-        if design in ("chain", "spectral") or reference is not None:
-            what = "a reference" if design in ("pca", "none") else f"design={design!r}"
-            if num_inputs > layout.MAX_POINTS:
-                raise ValueError(
-                    f"num_inputs must be at most {layout.MAX_POINTS:,} with {what} (its layout holds "
-                    f"K x K distances), got {num_inputs:,}: design='pca' without a reference scales"
-                )
+        most = MAX_THIN_PLATE_POINTS if design == "thin-plate" else MAX_COUNT
+        num_inputs = check_count(num_inputs, "num_inputs", 1, most)
+        check_count(num_workers, "num_workers", 2, most)
+        if design in ("chain", "spectral") or reference is not None:  # K x K distances
+            layout.check_size(num_inputs, "num_inputs")
 
     @staticmethod
     def _check_reference(reference) -> np.ndarray:
@@ -578,7 +571,7 @@ class ManifoldGCC(Code):
             raise ValueError(f"reference must hold at least 2 samples (M, ...), got {reference!r:.80}")
         layout.check_size(rows, "reference")
         array = _arraylib.check_inputs(reference, rows, "reference")
-        if array.is_complex() if _arraylib.is_torch(array) else np.iscomplexobj(array):
+        if _arraylib.is_complex(array):
             raise ValueError(f"reference must hold real numbers, got dtype {array.dtype}")
         return _arraylib.to_float64(array)
 
