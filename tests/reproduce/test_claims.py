@@ -281,6 +281,14 @@ def test_rates_without_bernoulli_rows_says_so_for_each_p():
     ] * 2
 
 
+def test_training_rows_from_a_real_backend_only_leave_every_claim_not_measured_saying_why():
+    config = EXPERIMENTS["gradient-coding"].QUICK
+    claims = claims_of("gradient-coding", training_rows(SECONDS, backend="threads"), config)
+    assert len(claims) == 5 + len(config.backends)
+    missing = "no simulated rows under exponential delays, so no target loss"
+    assert [(c.verdict, c.measured) for c in claims] == [("not measured", missing)] * len(claims)
+
+
 def test_polynomial_rows_cut_before_the_threshold_leave_the_second_claim_not_measured():
     rows = [
         {

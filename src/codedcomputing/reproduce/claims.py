@@ -514,11 +514,12 @@ def gradient_coding_claims(rows: list[dict], config=None) -> list[Claim]:
     @functools.cache
     def simulated():
         first = _some(rows)[0]
+        try:
+            target = gradient_coding.target_loss(rows)
+        except ValueError as err:  # no simulated rows to set the target: nothing to time against it
+            raise Unmeasured(str(err)) from None
         reach = gradient_coding.times_to_target(rows)
-        target = gradient_coding.target_loss(rows)
         settings = sorted({(s, ratio) for _, s, ratio in reach})
-        if not settings:
-            raise Unmeasured("no simulated rows")
         where = (
             f"n = {first['num_workers']}, s = {', '.join(str(s) for s in sorted({s for s, _ in settings}))}, "
             f"delay mean {', '.join(f'{r:g}' for r in sorted({r for _, r in settings}))} x compute, "
@@ -576,10 +577,11 @@ def gradient_coding_claims(rows: list[dict], config=None) -> list[Claim]:
         )
 
     def ordering(backend):
-        real = gradient_coding.times_to_target(_some(rows), backend=backend)
+        reach = simulated()[0]
+        real = gradient_coding.times_to_target(rows, backend=backend)
         if not real:
             raise Unmeasured(f"no rows on {backend}")
-        return _ordering(backend, real, gradient_coding.times_to_target(rows), rows)
+        return _ordering(backend, real, reach, rows)
 
     out = [
         _claim(
