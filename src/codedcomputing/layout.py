@@ -100,6 +100,15 @@ def _finite_array(values, name: str, ndim: int) -> np.ndarray:
     return array
 
 
+def _check_magnitude(points: np.ndarray, name: str, reason: str, other_peak: float = 0.0) -> None:
+    """Raise ``ValueError`` naming ``name``, then ``reason``, when the distances among float64
+    ``points`` ``(K, D)``, or from them to points no larger than ``other_peak``, could
+    overflow float64: each is at most ``sqrt(D) (max|x| + max|y|)``."""
+    peak = float(np.max(np.abs(points), initial=0.0))
+    if not np.sqrt(points.shape[1]) * (peak + other_peak) < 1e300:
+        raise ValueError(f"values up to {peak:.3g} in {name}: {reason}")
+
+
 def _checked_distances(distances, name: str = "distances", remedy: str = "") -> np.ndarray:
     """``distances`` as a square float64 matrix, finite and >= 0 (``ValueError`` naming
     ``name``, with ``remedy`` after a non-finite one)."""
@@ -719,6 +728,7 @@ class Reference:
     def _prepare(self, points: np.ndarray, neighbours: int, name: str) -> None:
         self.points = np.asarray(points, dtype=np.float64).reshape(len(points), -1)
         self.neighbours = neighbours
+        self._peak = float(np.max(np.abs(self.points), initial=0.0))  # for the inputs' check
         distances = _pairwise_distances(self.points)
         if not np.all(np.isfinite(distances)):
             raise ValueError(f"{name}: its samples' distances overflow float64 (values near 1e308)")
@@ -739,12 +749,7 @@ class Reference:
                 f"size, got {inputs.shape}"
             )
         check_size(inputs.shape[0], "inputs")
-        peak = float(np.max(np.abs(inputs))) + float(np.max(np.abs(self.points), initial=0.0))
-        if not np.sqrt(width) * peak < 1e300:  # every distance is at most this
-            raise ValueError(
-                f"inputs hold values up to {float(np.max(np.abs(inputs))):.3g}: their distances to "
-                "the samples overflow float64"
-            )
+        _check_magnitude(inputs, "inputs", "their distances to the samples overflow float64", self._peak)
         return inputs
 
     @property

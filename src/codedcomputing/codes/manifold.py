@@ -593,7 +593,13 @@ class ManifoldGCC(Code):
                 f"X's rows have {flat.shape[1]} values, the reference's {self.reference.shape[1]}: "
                 "reference must hold samples shaped like the inputs"
             )
-        self._check_magnitude(flat)
+        layout._check_magnitude(
+            flat,
+            "X",
+            "distances between such inputs overflow float64; scale X down (the layout does not "
+            "depend on X's scale)",
+            0.0 if self._reference is None else self._reference._peak,
+        )
         # the layout is computed for the distinct inputs in lexicographic order, so that it
         # cannot depend on the batch's row order (ties, degenerate spectra) and identical
         # inputs get one place
@@ -633,18 +639,6 @@ class ManifoldGCC(Code):
             order=order, alpha=alpha, seconds=time.perf_counter() - start, components=geometry.components
         )
         return bound
-
-    def _check_magnitude(self, flat: np.ndarray) -> None:
-        """Refuse inputs whose distances could overflow float64 (values near 1e300): every
-        distance is at most ``sqrt(D) (max|x| + max|y|)``."""
-        peak = float(np.max(np.abs(flat), initial=0.0))
-        if self.reference is not None:
-            peak += float(np.max(np.abs(self.reference), initial=0.0))
-        if not np.sqrt(flat.shape[1]) * peak < 1e300:
-            raise ValueError(
-                f"X holds values up to {np.max(np.abs(flat)):.3g}: distances between such inputs "
-                "overflow float64; scale X down (the layout does not depend on X's scale)"
-            )
 
     def _bind_sites(self, distinct: np.ndarray, inverse: np.ndarray, start: float) -> ThinPlateCode:
         k, n, count = self.num_inputs, self.num_workers, len(distinct)
