@@ -199,9 +199,10 @@ def _pairwise_distances(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarra
     b = a if same else b / scale - centre
     norms_a = np.einsum("ij,ij->i", a, a)
     norms_b = norms_a if same else np.einsum("ij,ij->i", b, b)
-    squared = norms_a[:, None] + norms_b[None, :] - 2.0 * (a @ b.T)
+    norms = norms_a[:, None] + norms_b[None, :]
+    squared = norms - 2.0 * (a @ b.T)
     np.maximum(squared, 0.0, out=squared)
-    close = squared < _CLOSE * (norms_a[:, None] + norms_b[None, :])
+    close = squared < _CLOSE * norms
     if same:
         np.fill_diagonal(close, False)
         np.fill_diagonal(squared, 0.0)
