@@ -25,12 +25,12 @@ CELL_DAMAGES = {
 }
 
 
-def csv_damages(text: str, columns, rng: random.Random, *, first_row: bool = True) -> dict[str, str]:
+def csv_damages(text: str, columns, rng: random.Random) -> dict[str, str]:
     """Damaged versions of the CSV ``text``, by name: for each of ``columns`` (those a figure
     reads), the cell of one row (drawn from ``rng``) set to each of :data:`CELL_DAMAGES`, and the
-    column dropped; with ``first_row``, NaN in the first row's cell too (figures read their
-    setting from the first row); and the whole file as one row, as its header alone, as its
-    first tenth, and with its last line cut in half."""
+    column dropped; NaN in the first row's cell too (figures read their setting from the first
+    row); and the whole file as one row, as its header alone, as its first tenth, and with its
+    last line cut in half."""
     table = list(csv.reader(io.StringIO(text)))
     header, rows = table[0], [row for row in table[1:] if row]
 
@@ -44,7 +44,7 @@ def csv_damages(text: str, columns, rng: random.Random, *, first_row: bool = Tru
         if column not in header:
             continue
         index = header.index(column)
-        picks = [("a row", rng.randrange(len(rows)))] + ([("row 1", 0)] if first_row else [])
+        picks = [("a row", rng.randrange(len(rows))), ("row 1", 0)]
         for kind, value in CELL_DAMAGES.items():
             for where, row_index in picks:
                 if where == "row 1" and kind != "nan":
@@ -303,16 +303,6 @@ def small_csv(name: str, folder) -> str:
 
 
 # -- the tests ---------------------------------------------------------------------------------------
-
-VALUE = {  # the column each experiment's figures are about
-    "polynomial": "mse",
-    "rates": "mse",
-    "latency": "latency_s",
-    "stragglers": "mse",
-    "manifold": "mse",
-    "adversarial": "mse",
-    "gradient-coding": "loss",
-}
 
 
 def plot_csv(path, out):
