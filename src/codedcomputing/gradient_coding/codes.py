@@ -87,7 +87,9 @@ class GradientCode(ABC):
         return np.tensordot(weights, messages, axes=1)
 
     @abstractmethod
-    def _weights(self, alive: np.ndarray) -> np.ndarray: ...
+    def _weights(self, alive: np.ndarray) -> np.ndarray:
+        """:meth:`decoding_weights` for ``alive`` as distinct in-range int64 indices; no checks
+        are performed."""
 
     def _worker(self, worker) -> int:
         """``worker`` checked: an int in ``0..n-1`` (numpy integers too)."""
@@ -137,13 +139,17 @@ class FractionalRepetition(GradientCode):
     def partitions(self, worker: int) -> np.ndarray:
         """Its group's partitions, ascending (the same for every member; ``worker`` an int in
         ``0..n-1``)."""
-        start = self.group(worker) * self.group_size
-        return np.arange(start, start + self.group_size)
+        return self._partitions(self._worker(worker))
 
     def group(self, worker: int) -> int:
         """The group of ``worker`` (an int in ``0..n-1``): its partitions are ``group * (s + 1)``
         onwards."""
         return self._worker(worker) // self.group_size
+
+    def _partitions(self, worker: int) -> np.ndarray:
+        """:meth:`partitions` for a valid ``worker``; no checks are performed."""
+        start = worker // self.group_size * self.group_size
+        return np.arange(start, start + self.group_size)
 
     def _weights(self, alive):
         weights = np.zeros(alive.size)

@@ -353,6 +353,23 @@ class Run:
     cr: CyclicRepetition | None
     faults: object  # None, {worker: kind}, or a FaultModel
     fault_rng: np.random.Generator | None = None
+    # Each worker's partitions and coefficients: fixed for the run, read on every message (not
+    # through the codes' public methods, which check their arguments on every call).
+    support: list[np.ndarray] = field(init=False, repr=False)
+    weights: list[np.ndarray] = field(init=False, repr=False)
+
+    def __post_init__(self):
+        workers = range(self.n)
+        if self.scheme in ("dgd", "is-sgd"):
+            self.support = [np.array([i]) for i in workers]
+        elif self.fr is not None:
+            self.support = [self.fr._partitions(i) for i in workers]
+        else:
+            self.support = [(i + np.arange(self.s + 1)) % self.n for i in workers]
+        if self.cr is not None:
+            self.weights = [self.cr.encoding_matrix[i, self.support[i]] for i in workers]
+        else:
+            self.weights = [np.ones(parts.size) for parts in self.support]
 
     @property
     def pipelined(self) -> bool:
@@ -365,18 +382,11 @@ class Run:
     def partitions(self, worker: int) -> np.ndarray:
         """The partitions ``worker`` holds: its own (DGD, IS-SGD), its FR group's, or the cyclic
         ``worker..worker + s``."""
-        if self.scheme in ("dgd", "is-sgd"):
-            return np.array([worker])
-        if self.fr is not None:
-            return self.fr.partitions(worker)
-        return (worker + np.arange(self.s + 1)) % self.n
+        return self.support[worker]
 
     def coefficients(self, worker: int) -> np.ndarray:
         """The weights of its partitions' gradients in its message (GC-CR: its row of ``B``)."""
-        parts = self.partitions(worker)
-        if self.cr is not None:
-            return self.cr.encoding_matrix[worker, parts]
-        return np.ones(parts.size)
+        return self.weights[worker]
 
     def step_faults(self) -> dict[int, str]:
         """This step's injected faults, ``{worker: kind}``."""
@@ -393,12 +403,16 @@ class Run:
         return t * self.n + np.arange(self.n)
 
     def enough(self, alive) -> bool:
-        """Whether the usable messages of ``alive`` are all the scheme waits for."""
-        if self.scheme == "dgd":
-            return len(alive) >= self.n
-        if self.fr is not None:
-            return len({self.fr.group(i) for i in alive}) == self.fr.num_groups
-        return len(alive) >= self.n - self.s
+        """Whether the usable messages of ``alive`` are all the scheme waits for (``O(len(alive))``:
+        a trainer that asks after every arrival keeps a :meth:`tally` instead)."""
+        tally = self.tally()
+        for worker in alive:
+            tally.add(worker)
+        return tally.enough
+
+    def tally(self) -> Tally:
+        """An empty :class:`Tally` of a step's usable messages."""
+        return Tally(self)
 
     def combine(self, messages, alive: list[int]) -> tuple[np.ndarray, list[int], bool]:
         """``(g_hat, the workers used, degraded)`` from the usable ``messages`` (rows follow
@@ -418,26 +432,48 @@ class Run:
                 )
             return messages.sum(axis=0) / n, alive, False
         if self.fr is not None:
-            weights = self.fr.decoding_weights(alive)
+            weights = self.fr._weights(np.asarray(alive, dtype=np.int64))
             used = [w for w, a in zip(alive, weights, strict=True) if a]
             return weights @ messages / n, used, False
         first = alive[: n - s]
         degraded = len(first) < n - s
         if scheme == "gc-cr":
-            return self.cr.decode(messages[: len(first)], first) / n, first, False
+            weights = self.cr._weights(np.asarray(first, dtype=np.int64))
+            return np.tensordot(weights, messages[: len(first)], axes=1) / n, first, False
         if scheme == "is-sgd":
             return messages[: len(first)].sum(axis=0) / len(first), first, degraded
         if scheme == "is-gc":
-            support = [(i + np.arange(s + 1)) % n for i in range(n)]
-            chosen = _disjoint(first, support, n)
+            chosen = _disjoint(first, self.support, n)
             rows = [alive.index(i) for i in chosen]
             return messages[rows].sum(axis=0) / (len(chosen) * (s + 1)), chosen, degraded
         return messages[: len(first)].sum(axis=0) / (len(first) * (s + 1)), first, degraded  # pgc-cr
 
 
-def check_run(
-    scheme, problem, num_stragglers, steps, lr, delays, seed, code_seed=0, faults=None
-) -> Run:
+class Tally:
+    """The usable messages of a step so far, one arrival at a time, against what the run's
+    scheme waits for (:meth:`Run.enough`): all ``n`` (DGD), one per FR group, or ``n - s``."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self.count = 0
+        self.groups: set[int] = set()
+
+    def add(self, worker: int) -> None:
+        self.count += 1
+        if self.run.fr is not None:
+            self.groups.add(worker // self.run.fr.group_size)
+
+    @property
+    def enough(self) -> bool:
+        run = self.run
+        if run.scheme == "dgd":
+            return self.count >= run.n
+        if run.fr is not None:
+            return len(self.groups) == run.fr.num_groups
+        return self.count >= run.n - run.s
+
+
+def check_run(scheme, problem, num_stragglers, steps, lr, delays, seed, code_seed=0, faults=None) -> Run:
     """The arguments every training run shares, checked (``ValueError`` naming the parameter)."""
     scheme = check_choice(scheme, "scheme", SCHEMES)
     if not isinstance(problem, Problem):
@@ -633,11 +669,12 @@ def simulate(
         hung = [i for i in range(n) if workers.faults.get(i) == "hang"]
         order = [int(i) for i in np.argsort(arrival, kind="stable") if int(i) not in hung]
         in_time = [i for i in order if arrival[i] <= timeout]
-        alive, end = [], None
+        alive, end, tally = [], None, run.tally()
         for i in in_time:
             if workers.message(i) is not None:
                 alive.append(i)
-            if run.enough(alive):
+                tally.add(i)
+            if tally.enough:
                 end = float(arrival[i])
                 break
         timed_out = False
@@ -773,6 +810,7 @@ class _SimulatedWorkers:
             for slot in kept:
                 self.stored[i][int(self.support[i][slot])] = fresh[slot]
             self.ages.arrived(i, self.t, kept)
+
 
 def _disjoint(candidates, support, n) -> list[int]:
     """The largest set of ``candidates`` (workers) whose partitions do not overlap: greedy by
