@@ -666,8 +666,8 @@ def simulate(
         delay = np.zeros(n) if delays is None else np.asarray(delays.sample(n, run.rng), dtype=np.float64)
         workers.begin(t, theta)
         arrival = compute_s * workers.load() + delay
-        hung = [i for i in range(n) if workers.faults.get(i) == "hang"]
-        order = [int(i) for i in np.argsort(arrival, kind="stable") if int(i) not in hung]
+        hung = {i for i, kind in workers.faults.items() if kind == "hang"}
+        order = [i for i in np.argsort(arrival, kind="stable").tolist() if i not in hung]
         in_time = [i for i in order if arrival[i] <= timeout]
         alive, end, tally = [], None, run.tally()
         for i in in_time:
@@ -683,9 +683,10 @@ def simulate(
                 end, timed_out = timeout, True
             else:
                 end = float(arrival[in_time[-1]]) if in_time else 0.0
-        done = [i for i in in_time if arrival[i] <= end]
-        for i in done:  # ties with the last one waited for arrived in time too
-            workers.message(i)
+        done = {i for i in in_time if arrival[i] <= end}
+        for i in in_time:  # ties with the last one waited for arrived in time too
+            if i in done:
+                workers.message(i)
         late = [i for i in range(n) if i not in done] if timed_out else []
         try:
             estimate, used, degraded = run.combine([workers.messages[i] for i in alive], alive)
@@ -793,7 +794,7 @@ class _SimulatedWorkers:
         self.messages[i] = message
         return message
 
-    def keep(self, done) -> None:
+    def keep(self, done: set[int]) -> None:
         """PGC: the workers whose usable message arrived in time keep their fresh gradients;
         every worker that computed its missing ones (step 0) keeps those, however late."""
         if not self.run.pipelined:
