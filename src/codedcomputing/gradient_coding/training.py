@@ -77,9 +77,7 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 import threading
-import traceback
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -88,6 +86,7 @@ import numpy as np
 
 from .. import _arraylib
 from .._validation import check_choice, check_count, check_number, check_real_array, check_rng, check_seed
+from ..runtime.collect import _where
 from ..runtime.delays import DelayModel
 from ..runtime.faults import FaultModel, corrupt
 from .codes import CyclicRepetition, FractionalRepetition, TooManyStragglersError
@@ -606,15 +605,6 @@ def shortfall(run: Run, step: int, error: Exception, alive, failed: dict, late, 
     return "; ".join(parts)
 
 
-def where(error: BaseException) -> str:
-    """``file:line in function`` of the innermost frame that raised ``error`` (empty if unknown)."""
-    frames = traceback.extract_tb(error.__traceback__) if error.__traceback__ else []
-    if not frames:
-        return ""
-    frame = frames[-1]
-    return f" (at {os.path.basename(frame.filename)}:{frame.lineno} in {frame.name})"
-
-
 def warn_degraded(run: Run, history: list[Step]) -> None:
     """One warning per run that had degraded steps (module docstring)."""
     degraded = [step.step for step in history if step.degraded]
@@ -776,7 +766,8 @@ class _SimulatedWorkers:
             self.failed[i] = "InjectedFault: injected fault: worker raised"
             return None
         if isinstance(fresh, BaseException):
-            self.failed[i] = f"{type(fresh).__name__}: {fresh}{where(fresh)}"
+            location = _where(fresh)
+            self.failed[i] = f"{type(fresh).__name__}: {fresh}" + (f" (at {location})" if location else "")
             return None
         support = self.support[i]
         if self.run.pipelined:
