@@ -1,22 +1,22 @@
 """`coded reproduce` and `coded plot` on damaged folders and files: what each damage leads to.
 
 Part 1 runs ``coded reproduce --quick --only NAMES`` once into a fresh folder, then for each
-damage of ``tests/reproduce/test_damaged_folders.py`` (a CSV cut short, a manifest that is
+damage of ``FOLDER_DAMAGES`` in ``tests/damages.py`` (a CSV cut short, a manifest that is
 ``[]`` or lacks ``seconds``, a corrupt PNG, ...) copies that folder, damages one file of one
 experiment and runs ``coded reproduce`` on it again. The outcome: a traceback (its type), or
 the damaged experiment's status in the report (rerun / reused / failed), whether a line named
 the damaged file, claims missing from the report against the undamaged run, and a reused
 experiment whose measured figures changed (stale).
 
-Part 2 runs ``coded plot`` on every damage of ``tests/experiments/test_plot_damaged.py``
-(NaN, infinity, an empty cell, text, a negative number and zero in each column a figure
-reads, the column dropped, one row, the header only, the last line cut) of each CSV, and
-counts the outcomes: a traceback (its type), one line and exit status 2, a figure that says
-it left rows out, or a figure that says nothing.
+Part 2 runs ``coded plot`` on every damage of ``csv_damages`` in ``tests/damages.py`` (NaN,
+infinity, an empty cell, text, a negative number and zero in each column a figure reads, the
+column dropped, one row, the header only, the last line cut) of each CSV, and counts the
+outcomes: a traceback (its type), one line and exit status 2, a figure that says it left rows
+out, or a figure that says nothing.
 
 Usage: python benchmarks/damaged_reports.py [--only polynomial,rates] [--csvs DIR]
        [--skip-folders] [--skip-plots] [--seed 0]
-The CSVs damaged are the small ones the plot test builds, one per experiment; ``--csvs DIR``
+The CSVs damaged are the small ones of ``tests/damages.py``, one per experiment; ``--csvs DIR``
 takes them from DIR instead (``coded experiment NAME --quick --out DIR``). Run it with
 ``PYTHONPATH=<another checkout>/src`` to measure another version of the library: the
 damages import nothing of it.
@@ -40,10 +40,8 @@ import codedcomputing
 from codedcomputing.cli import app
 from codedcomputing.experiments import EXPERIMENTS
 
-TESTS = Path(__file__).resolve().parent.parent / "tests"
-sys.path[:0] = [str(TESTS / "reproduce"), str(TESTS / "experiments")]
-from test_damaged_folders import FOLDER_DAMAGES  # noqa: E402  (put on the path above)
-from test_plot_damaged import SMALL, csv_damages, small_csv  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from damages import FOLDER_DAMAGES, SMALL, claim_table, counts_add_up, csv_damages, small_csv  # tests/, above
 
 runner = CliRunner()
 WIDE = {"COLUMNS": "200"}
@@ -56,37 +54,12 @@ ALSO_READ = {
 
 def claim_rows(markdown: str) -> list[tuple[str, str, str]]:
     """(claim, measured, verdict) of every claim table row of a report.md."""
-    rows, inside = [], False
-    for line in markdown.splitlines():
-        if line.startswith("| claim | measured | setting | verdict |"):
-            inside = True
-        elif inside and line.startswith("|---"):
-            continue
-        elif inside and line.startswith("| "):
-            cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
-            rows.append((cells[0], cells[1], cells[3]))
-        else:
-            inside = False
-    return rows
+    return [(claim, measured, verdict) for claim, measured, _, verdict in claim_table(markdown)]
 
 
 def status_of(markdown: str, name: str) -> str:
     found = re.search(rf"^\| {re.escape(name)} \| (\w+) \|", markdown, re.MULTILINE)
     return found.group(1) if found else "absent"
-
-
-def counts_add_up(markdown: str) -> bool:
-    said = re.search(r"(\d+) claims: (\d+) held, (\d+) not held, (\d+) not measured", markdown)
-    if not said:
-        return False
-    total, held, not_held, unmeasured = map(int, said.groups())
-    rows = claim_rows(markdown)
-    verdicts = Counter(verdict for _, _, verdict in rows)
-    return total == held + not_held + unmeasured == len(rows) and (held, not_held, unmeasured) == (
-        verdicts["held"],
-        verdicts["not held"],
-        verdicts["not measured"],
-    )
 
 
 def reproduce(folder: Path, only: str):

@@ -16,6 +16,7 @@ from codedcomputing.experiments import EXPERIMENTS
 from codedcomputing.experiments.records import read_csv
 from codedcomputing.reproduce import PAPERS, reproduce
 from codedcomputing.reproduce.claims import CLAIMS, claims_of
+from damages import claim_table
 
 runner = CliRunner()
 WIDE = {"COLUMNS": "200"}
@@ -31,22 +32,6 @@ def quick_run(tmp_path_factory):
     return out, result.output
 
 
-def claim_rows(markdown: str) -> list[list[str]]:
-    """The claim tables' rows of a report.md: (claim, measured, setting, verdict)."""
-    rows, inside = [], False
-    for line in markdown.splitlines():
-        if line.startswith("| claim | measured | setting | verdict |"):
-            inside = True
-            continue
-        if inside and line.startswith("|---"):
-            continue
-        if inside and line.startswith("| "):
-            rows.append([cell.strip().replace("\\|", "|") for cell in line.strip("|").split(" | ")])
-        else:
-            inside = False
-    return rows
-
-
 def mean_by(rows, *keys, value="mse"):
     groups = {}
     for row in rows:
@@ -58,7 +43,7 @@ def mean_by(rows, *keys, value="mse"):
 def test_the_claim_table_matches_the_csvs(quick_run):
     out, output = quick_run
     report = (out / "report.md").read_text()
-    claims = claim_rows(report)
+    claims = claim_table(report)
     assert len(claims) == 7 and all(row[3] in ("held", "not held", "not measured") for row in claims)
     assert f"{len(claims)} claims" in output
     # polynomial: LCC's largest mean MSE up to its threshold, recomputed from the CSV
@@ -155,7 +140,7 @@ def test_a_failing_experiment_is_reported_and_the_others_go_on(tmp_path, monkeyp
     assert "RuntimeError: the model cache is unreadable" in report
     assert "| rates | failed |" in report and "| polynomial | ran |" in report
     assert not (tmp_path / "rates.run.json").exists()  # so the next run retries it
-    claims = claim_rows(report)  # polynomial's claims are still checked; rates' are there, not measured
+    claims = claim_table(report)  # polynomial's claims are still checked; rates' are there, not measured
     rates_claims = 2 + len(EXPERIMENTS["rates"].QUICK.probabilities)
     assert len(claims) == 2 + rates_claims
     not_measured = [row for row in claims if row[3] == "not measured"]
