@@ -57,7 +57,6 @@ from ..runtime.clusters import Cluster
 from ..runtime.delays import DelayModel
 from ..runtime.faults import InjectedFault
 from ..runtime.ray_cluster import RayCluster, _ray
-from .codes import TooManyStragglersError
 from .training import (
     Ages,
     Problem,
@@ -69,7 +68,6 @@ from .training import (
     checked_gradient,
     inject,
     message_problem,
-    shortfall,
     warn_degraded,
 )
 
@@ -242,34 +240,16 @@ def train(
     return history
 
 
-def _step_inputs(run: Run, delays, t: int):
-    """This step's ``(delays, faults, noise seeds)``."""
-    n = run.n
-    delay = np.zeros(n) if delays is None else np.asarray(delays.sample(n, run.rng), dtype=np.float64)
-    return delay, run.step_faults(), run.noise_seeds(t)
-
-
-def _decode(run: Run, t: int, messages, alive, failed, late, deadline_s, history):
-    """``run.combine`` with the step's context in the error."""
-    try:
-        return run.combine(messages, alive)
-    except TooManyStragglersError as err:
-        raise TooManyStragglersError(
-            shortfall(run, t + 1, err, alive, failed, late, deadline_s), missing=err.missing, history=history
-        ) from err
-
-
 def _train_on_threads(run: Run, delays, deadline: StepDeadline, cluster: Cluster) -> list[Step]:
     problem, n = run.problem, run.n
     workers = [WorkerState(i, run.partitions(i), run.coefficients(i), run.pipelined) for i in range(n)]
     rows = np.arange(n, dtype=np.float64)[:, None]
     theta = problem.initial.copy()
     history = [Step(0, 0.0, 0.0, float(problem.loss(theta)))]
-    wall = 0.0
     closed = threading.Event()
     try:
         for t in range(run.steps):
-            delay, faults, seeds = _step_inputs(run, delays, t)
+            delay, faults, seeds = run.step_inputs(delays, t)
             closed = threading.Event()  # set when the step ends: sleeping and hung workers return
 
             def task(row, theta=theta, t=t, delay=delay, faults=faults, seeds=seeds, closed=closed):
@@ -294,23 +274,11 @@ def _train_on_threads(run: Run, delays, deadline: StepDeadline, cluster: Cluster
             failed = {int(w): why for w, why in gathered.failed.items()}
             late = gathered.dropped.tolist() if gathered.timed_out else []
             messages = np.zeros((0, run.dim)) if not alive else np.asarray(gathered.results, dtype=np.float64)
-            estimate, used, degraded = _decode(run, t, messages, alive, failed, late, deadline_s, history)
-            theta = theta - run.lr * estimate
-            wall += gathered.wall_s
+            estimate, used, degraded = run.decode(t, messages, alive, failed, late, deadline_s, history)
             deadline.record(gathered.wall_s, gathered.timed_out)
-            history.append(
-                Step(
-                    t + 1,
-                    wall,
-                    gathered.wall_s,
-                    float(problem.loss(theta)),
-                    tuple(used),
-                    np.stack([t - w.stamps for w in workers]) if run.pipelined else None,
-                    degraded,
-                    bool(gathered.timed_out),
-                    failed,
-                )
-            )
+            ages = np.stack([t - w.stamps for w in workers]) if run.pipelined else None
+            step_s, timed_out = gathered.wall_s, bool(gathered.timed_out)
+            theta = run.close_step(history, theta, estimate, step_s, used, ages, degraded, timed_out, failed)
     finally:
         closed.set()
     return history
@@ -546,9 +514,8 @@ def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster)
     pool.start(run, ages)
     theta = problem.initial.copy()
     history = [Step(0, 0.0, 0.0, float(problem.loss(theta)))]
-    wall = 0.0
     for t in range(run.steps):
-        delay, faults, seeds = _step_inputs(run, delays, t)
+        delay, faults, seeds = run.step_inputs(delays, t)
         computed = [ages.computed(i, t) for i in range(n)] if run.pipelined else None
         if cluster.faults is not None:  # the cluster's own faults, as on threads
             faults = {**cluster.faults.sample(n, cluster.rng), **faults}
@@ -613,23 +580,10 @@ def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster)
                     ages.arrived(i, t, [slot for slot in computed[i] if ages.stamps[i, slot] < 0])
         late = [owner[ref] for ref in waiting] if timed_out else []
         stacked = np.stack(messages) if messages else np.zeros((0, run.dim))
-        estimate, used, degraded = _decode(run, t, stacked, alive, failed, late, deadline_s, history)
-        theta = theta - run.lr * estimate
-        wall += step_s
+        estimate, used, degraded = run.decode(t, stacked, alive, failed, late, deadline_s, history)
         deadline.record(step_s, timed_out)
-        history.append(
-            Step(
-                t + 1,
-                wall,
-                step_s,
-                float(problem.loss(theta)),
-                tuple(used),
-                ages.ages(t) if run.pipelined else None,
-                degraded,
-                timed_out,
-                failed,
-            )
-        )
+        step_ages = ages.ages(t) if run.pipelined else None
+        theta = run.close_step(history, theta, estimate, step_s, used, step_ages, degraded, timed_out, failed)
     pool.check_inflight()  # read what finished: a dead actor is replaced now, not next run
     if pool.replaced:
         warnings.warn(

@@ -387,6 +387,13 @@ class Run:
         """The weights of its partitions' gradients in its message (GC-CR: its row of ``B``)."""
         return self.weights[worker]
 
+    def step_inputs(self, delays: DelayModel | None, t: int) -> tuple[np.ndarray, dict[int, str], np.ndarray]:
+        """Step ``t``'s ``(delays, injected faults, noise seeds)``, drawn in that order (a seeded
+        run repeats on every trainer)."""
+        n = self.n
+        delay = np.zeros(n) if delays is None else np.asarray(delays.sample(n, self.rng), dtype=np.float64)
+        return delay, self.step_faults(), self.noise_seeds(t)
+
     def step_faults(self) -> dict[int, str]:
         """This step's injected faults, ``{worker: kind}``."""
         if self.faults is None:
@@ -446,6 +453,31 @@ class Run:
             rows = [alive.index(i) for i in chosen]
             return messages[rows].sum(axis=0) / (len(chosen) * (s + 1)), chosen, degraded
         return messages[: len(first)].sum(axis=0) / (len(first) * (s + 1)), first, degraded  # pgc-cr
+
+    def decode(
+        self, t: int, messages, alive, failed, late, deadline_s, history
+    ) -> tuple[np.ndarray, list[int], bool]:
+        """:meth:`combine` for step ``t``; its :class:`TooManyStragglersError` says which step,
+        what came and why not (:func:`shortfall`), and carries ``history``."""
+        try:
+            return self.combine(messages, alive)
+        except TooManyStragglersError as err:
+            raise TooManyStragglersError(
+                shortfall(self, t + 1, err, alive, failed, late, deadline_s),
+                missing=err.missing,
+                history=history,
+            ) from err
+
+    def close_step(
+        self, history, theta, estimate, step_s, used, ages, degraded, timed_out, failed
+    ) -> np.ndarray:
+        """End a step: ``theta - lr * estimate``, with its :class:`Step` appended to ``history``
+        (``ages``: the PGC ages, else None); returns the new ``theta``."""
+        theta = theta - self.lr * estimate
+        wall = history[-1].wall_time_s + step_s
+        loss = float(self.problem.loss(theta))
+        history.append(Step(len(history), wall, step_s, loss, tuple(used), ages, degraded, timed_out, failed))
+        return theta
 
 
 class Tally:
@@ -651,10 +683,9 @@ def simulate(
     workers = _SimulatedWorkers(run)
     theta = problem.initial.copy()
     history = [Step(0, 0.0, 0.0, float(problem.loss(theta)))]
-    wall = 0.0
     for t in range(run.steps):
-        delay = np.zeros(n) if delays is None else np.asarray(delays.sample(n, run.rng), dtype=np.float64)
-        workers.begin(t, theta)
+        delay, faults, seeds = run.step_inputs(delays, t)
+        workers.begin(t, theta, faults, seeds)
         arrival = compute_s * workers.load() + delay
         hung = {i for i, kind in workers.faults.items() if kind == "hang"}
         order = [i for i in np.argsort(arrival, kind="stable").tolist() if i not in hung]
@@ -678,29 +709,12 @@ def simulate(
             if i in done:
                 workers.message(i)
         late = [i for i in range(n) if i not in done] if timed_out else []
-        try:
-            estimate, used, degraded = run.combine([workers.messages[i] for i in alive], alive)
-        except TooManyStragglersError as err:
-            raise TooManyStragglersError(
-                shortfall(run, t + 1, err, alive, workers.failed, late, timeout),
-                missing=err.missing,
-                history=history,
-            ) from err
+        messages = [workers.messages[i] for i in alive]
+        estimate, used, degraded = run.decode(t, messages, alive, workers.failed, late, timeout, history)
         workers.keep(done)
-        theta = theta - run.lr * estimate
-        wall += end
-        history.append(
-            Step(
-                t + 1,
-                wall,
-                end,
-                float(problem.loss(theta)),
-                tuple(used),
-                workers.ages.ages(t) if run.pipelined else None,
-                degraded,
-                timed_out,
-                dict(workers.failed),
-            )
+        ages = workers.ages.ages(t) if run.pipelined else None
+        theta = run.close_step(
+            history, theta, estimate, end, used, ages, degraded, timed_out, dict(workers.failed)
         )
     warn_degraded(run, history)
     return history
@@ -717,11 +731,10 @@ class _SimulatedWorkers:
         self.stored: list[dict[int, np.ndarray]] = [{} for _ in range(run.n)]
         self.ages = Ages(run.n, run.s + 1)
 
-    def begin(self, t: int, theta: np.ndarray) -> None:
+    def begin(self, t: int, theta: np.ndarray, faults: dict[int, str], seeds: np.ndarray) -> None:
         run, n = self.run, self.run.n
         self.t, self.theta = t, theta
-        self.faults = run.step_faults()
-        self.seeds = run.noise_seeds(t)
+        self.faults, self.seeds = faults, seeds
         self.slots = [self.ages.computed(i, t) for i in range(n)] if run.pipelined else None
         self.gradients: dict[int, object] = {}
         self.messages: dict[int, np.ndarray | None] = {}
