@@ -118,6 +118,20 @@ def schemes(num_inputs: int, num_workers: int, stragglers: tuple[int, ...]):
     return out
 
 
+def grid(config: Config, backend: str) -> tuple[int, int, tuple[int, ...], int]:
+    """``(K, N, the S values, calls per scheme)`` that ``config`` runs on ``backend`` (the
+    simulated one: its own, larger grid)."""
+    if backend == "simulated":
+        return config.sim_inputs, config.sim_workers, config.sim_stragglers, config.sim_trials
+    trials = config.ray_trials if backend == "ray" else config.trials
+    return config.num_inputs, config.num_workers, config.stragglers, trials
+
+
+def delay_models(config: Config, backend: str) -> tuple[str, ...]:
+    """The delay models ``config`` runs on ``backend`` (the simulated one: every one)."""
+    return tuple(DELAY_MODELS) if backend == "simulated" else tuple(config.delay_models)
+
+
 def make_cluster(backend: str, delays, seed: int):
     if backend == "thread":
         return ThreadCluster(num_threads=os.cpu_count() or 2, delays=delays, seed=seed)
@@ -179,21 +193,14 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
     data = datasets.mnist()
     f = models.numpy_function("lenet5", progress=progress)
     rows = []
-
-    def size(backend):
-        if backend == "simulated":
-            return config.sim_inputs, config.sim_workers, config.sim_stragglers, config.sim_trials
-        trials = config.ray_trials if backend == "ray" else config.trials
-        return config.num_inputs, config.num_workers, config.stragglers, trials
-
-    def delay_models(backend):
-        return tuple(DELAY_MODELS) if backend == "simulated" else config.delay_models
-
-    total = sum(size(b)[3] * len(delay_models(b)) * len(schemes(*size(b)[:3])) for b in backends)
+    total = sum(
+        grid(config, b)[3] * len(delay_models(config, b)) * len(schemes(*grid(config, b)[:3]))
+        for b in backends
+    )
     with show_progress("latency: calls", total, enabled=progress) as step:
         for backend in backends:
-            k, n, s_values, trials = size(backend)
-            for delay_name in delay_models(backend):
+            k, n, s_values, trials = grid(config, backend)
+            for delay_name in delay_models(config, backend):
                 make_delays = DELAY_MODELS[delay_name]
                 for scheme_index, (scheme, code, wait_for, s) in enumerate(schemes(k, n, s_values)):
                     call_seed = seed + 1000 * scheme_index
@@ -240,7 +247,12 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
 
 def label(row: dict) -> str:
     """``gcc S=10``-style name of a row's scheme (no S for the schemes that wait for all)."""
-    return f"{row['scheme']} S={row['num_stragglers']}" if row["wait_for"] != "complete" else row["scheme"]
+    return scheme_label(row["scheme"], row["num_stragglers"] if row["wait_for"] != "complete" else None)
+
+
+def scheme_label(scheme: str, s: int | None) -> str:
+    """``gcc S=10``: ``scheme`` waiting for all but ``s`` workers (None: for all of them)."""
+    return f"{scheme} S={s}" if s is not None else scheme
 
 
 def percentiles(rows: list[dict]) -> dict[tuple, dict[str, float]]:

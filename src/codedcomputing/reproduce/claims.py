@@ -323,10 +323,10 @@ def latency_claims(rows: list[dict], config=None) -> list[Claim]:
 
     if config is not None:
         settings = [
-            (backend, delay, f"gcc S={s}")
+            (backend, delay, latency.scheme_label("gcc", s))
             for backend in config.backends
-            for delay in (latency.DELAY_MODELS if backend == "simulated" else config.delay_models)
-            for s in (config.sim_stragglers if backend == "simulated" else config.stragglers)
+            for delay in latency.delay_models(config, backend)
+            for s in latency.grid(config, backend)[2]
         ]
     else:
         settings = _present(
