@@ -16,11 +16,9 @@ and the others go on; its claims are in the report as not measured.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import datetime
 import hashlib
-import io
 import json
 import math
 import os
@@ -36,7 +34,7 @@ from .. import models
 from .._progress import progress as show_progress
 from .._version import __version__
 from ..experiments import EXPERIMENTS, run_experiment
-from ..experiments.records import figure_text, output_dir, read_csv
+from ..experiments.records import figure_text, output_dir, read_csv, read_table
 from .claims import PAPERS, Claim, claims_of
 from .report import Document, to_html, to_markdown
 
@@ -138,19 +136,23 @@ def _manifest(out_dir: Path, name: str) -> Path:
 
 def _checksum(path: Path) -> dict:
     """What a manifest records of a file it lists: its sha256, and a CSV's number of rows."""
-    data = path.read_bytes()
-    entry = {"sha256": hashlib.sha256(data).hexdigest()}
+    entry = {"sha256": _sha256(path)}
     if path.suffix == ".csv":
-        entry["rows"] = _row_count(data)
+        entry["rows"] = _row_count(path)
     return entry
 
 
-def _row_count(data: bytes) -> int | None:
-    """The records of a CSV after its header (None: not UTF-8 text or not a CSV)."""
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _row_count(path: Path) -> int | None:
+    """The records of a CSV after its header, whole or not (None: not UTF-8 CSV text)."""
     try:
-        return max(0, sum(1 for fields in csv.reader(io.StringIO(data.decode("utf-8"))) if fields) - 1)
-    except (UnicodeDecodeError, csv.Error):
+        rows, ragged = read_table(path)
+    except ValueError:
         return None
+    return len(rows) + len(ragged)
 
 
 def _json_kind(value) -> str:
@@ -197,12 +199,13 @@ def _file_problem(out_dir: Path, file: str, recorded: dict, manifest: str) -> st
     path = out_dir / file
     if not path.is_file():
         return f"{file} is missing" if not path.exists() else f"{file} is not a file"
-    found = _checksum(path)
-    if found["sha256"] == recorded.get("sha256"):
+    if _sha256(path) == recorded.get("sha256"):
         return ""
-    if "rows" in recorded and found.get("rows") != recorded["rows"]:
-        rows = "no readable rows" if found.get("rows") is None else f"{found['rows']} rows"
-        return f"{file} has {rows} where {manifest} recorded {recorded['rows']}"
+    if "rows" in recorded:  # counted only now, to say what changed
+        count = _row_count(path)
+        if count != recorded["rows"]:
+            rows = "no readable rows" if count is None else f"{count} rows"
+            return f"{file} has {rows} where {manifest} recorded {recorded['rows']}"
     return f"{file} changed since {manifest} was written (its sha256 differs)"
 
 
