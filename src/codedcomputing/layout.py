@@ -242,11 +242,20 @@ def knn_graph(distances: np.ndarray, neighbours: int, *, join: bool = True) -> c
     it is more), ``join`` a bool: ``ValueError`` naming the one that is not."""
     distances = _checked_distances(distances)
     neighbours = check_count(neighbours, "neighbours", 1)
-    return _knn_graph(distances, neighbours, join=check_flag(join, "join"))
+    if check_flag(join, "join"):
+        return _joined_knn_graph(distances, neighbours)[0]
+    return _knn_graph(distances, neighbours)
 
 
-def _knn_graph(distances: np.ndarray, neighbours: int, *, join: bool = True) -> csr_array:
-    """:func:`knn_graph` of a square float64 matrix. No checks are performed."""
+def _joined_knn_graph(distances: np.ndarray, neighbours: int) -> tuple[csr_array, int]:
+    """``(graph, components)``: :func:`knn_graph` of a square float64 matrix, and how many
+    components it had before they were joined. No checks are performed."""
+    return _join_components(_knn_graph(distances, neighbours), distances)
+
+
+def _knn_graph(distances: np.ndarray, neighbours: int) -> csr_array:
+    """:func:`knn_graph` of a square float64 matrix with ``join=False``. No checks are
+    performed."""
     n = distances.shape[0]
     k = min(neighbours, n - 1)
     if k < 1:
@@ -258,8 +267,7 @@ def _knn_graph(distances: np.ndarray, neighbours: int, *, join: bool = True) -> 
     cols = nearest.ravel()
     weights = np.maximum(distances[rows, cols], 1e-300)  # a zero weight would be no edge
     graph = csr_array((weights, (rows, cols)), shape=(n, n))
-    graph = graph.maximum(graph.T)
-    return _join_components(graph, distances)[0] if join else graph
+    return graph.maximum(graph.T)
 
 
 def join_components(
@@ -733,9 +741,7 @@ class Reference:
         distances = _pairwise_distances(self.points)
         if not np.all(np.isfinite(distances)):
             raise ValueError(f"{name}: its samples' distances overflow float64 (values near 1e308)")
-        self.graph, self.components = _join_components(
-            _knn_graph(distances, neighbours, join=False), distances
-        )
+        self.graph, self.components = _joined_knn_graph(distances, neighbours)
         self._coordinate = None
         self._embeddings = {}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from dataclasses import dataclass
@@ -350,32 +351,57 @@ def _separate(sites: np.ndarray) -> np.ndarray:
 
 
 class _Geometry:
-    """One batch's distances, computed at most once per bind: the ``(K, K)`` matrix
-    (geodesic through the reference when the code has one, else Euclidean) on demand, and
-    the gaps along an order (from the matrix when there is one, else from the consecutive
-    inputs' differences, ``O(K D)``). ``components``: 1 plus the shortest links added to
-    connect the graphs used (:class:`Layout`)."""
+    """One batch's distances and graph, each computed at most once per bind and only when a
+    step asks for it: ``matrix``, the ``(K, K)`` distances between the distinct inputs
+    ``flat`` (geodesic through the reference when the code has one, else Euclidean);
+    ``graph``, the batch's own k-nearest-neighbour graph on them, its pieces joined (the
+    spectral order and eigenmaps without a reference); ``components`` (:class:`Layout`)
+    counts the pieces of the graphs used so far; and the gaps along an order."""
 
     def __init__(self, code: ManifoldGCC, flat: np.ndarray):
-        self._code, self._flat, self._matrix = code, flat, None
-        reference = code._reference
-        self.components = 1 if reference is None else reference.components
+        self._code, self.flat = code, flat
+
+    @functools.cached_property
+    def _geodesics(self) -> tuple[np.ndarray, int]:
+        """``(matrix, components)``: the distances, and how many pieces the batch's graph
+        joined to the reference's had (1 without a reference: no graph)."""
+        reference = self._code._reference
+        if reference is None:
+            return layout._pairwise_distances(self.flat), 1
+        return reference._geodesics(self.flat)
+
+    @functools.cached_property
+    def _knn_graph(self) -> tuple[csr_array, int]:
+        """``(graph, components)``: the batch's joined graph on :attr:`matrix` and how many
+        pieces it had."""
+        return layout._joined_knn_graph(self.matrix, self._code.neighbours)
 
     @property
     def matrix(self) -> np.ndarray:
-        if self._matrix is None:
-            reference = self._code._reference
-            if reference is None:
-                self._matrix = layout._pairwise_distances(self._flat)
-            else:
-                self._matrix, joined = reference._geodesics(self._flat)
-                self.components += joined - 1  # the reference's own links, then the batch's
-        return self._matrix
+        return self._geodesics[0]
+
+    @property
+    def graph(self) -> csr_array:
+        return self._knn_graph[0]
+
+    @property
+    def components(self) -> int:
+        """1 plus the shortest links added to connect the reference's graph (when the code
+        has one) and the batch's graphs computed so far."""
+        reference = self._code._reference
+        count = 1 if reference is None else reference.components
+        for computed in ("_geodesics", "_knn_graph"):
+            if computed in self.__dict__:  # a cached property that has been read
+                count += self.__dict__[computed][1] - 1
+        return count
 
     def gaps(self, order: np.ndarray) -> np.ndarray:
-        """The ``K - 1`` distances between consecutive inputs of ``order``."""
-        if self._matrix is None and self._code._reference is None:
-            return layout._consecutive_distances(self._flat[order])
+        """The ``K - 1`` distances between consecutive inputs of ``order``: from the matrix
+        when it is geodesic or the order was read off it (the chain's, so that the spacing
+        follows the distances the path minimised); else from the consecutive inputs'
+        differences, ``O(K D)`` with no matrix (the pca and spectral orders)."""
+        if self._code._reference is None and self._code.design != "chain":
+            return layout._consecutive_distances(self.flat[order])
         return self.matrix[order[:-1], order[1:]]
 
 
@@ -612,7 +638,7 @@ class ManifoldGCC(Code):
             order = np.arange(self.num_inputs)
         else:  # identical inputs next to each other, in row order
             rank = np.empty(len(distinct), dtype=np.intp)
-            rank[self._order(distinct, geometry)] = np.arange(len(distinct))
+            rank[self._order(geometry)] = np.arange(len(distinct))
             order = np.argsort(rank[inverse], kind="stable")
         base = make_points(self.points, self.num_inputs, kind="data")
         if self.spacing == "rank" or self.num_inputs < 3:
@@ -647,7 +673,8 @@ class ManifoldGCC(Code):
         if count == 1:  # one input, or all equal: every site at 0, the workers on a line
             sites, workers = np.zeros((k, 1)), make_points(self.points, n, kind="workers")[:, None]
         else:
-            distinct_sites, components = self._embed(distinct, m)
+            geometry = _Geometry(self, distinct)
+            distinct_sites, components = self._embed(geometry, m), geometry.components
             include = self.systematic and count <= n
             workers = layout._hull_design(distinct_sites, n, include=include)
             sites = distinct_sites[inverse]  # identical inputs share their site
@@ -660,37 +687,32 @@ class ManifoldGCC(Code):
         )
         return bound
 
-    def _embed(self, flat: np.ndarray, m: int) -> tuple[np.ndarray, int]:
-        """``(sites, components)``: the distinct inputs' sites in R^m, Isomap (classical MDS of the
-        distances, geodesic with a reference) or Laplacian eigenmaps (of the batch's graph,
-        or the reference's eigenmap extended to the inputs); directions with no spread
-        dropped (:func:`_span`); signs fixed by the columns' third moments (so that a
-        permuted batch gets the permuted sites), scaled into [-1, 1]^m with the aspect kept."""
-        components = 1 if self._reference is None else self._reference.components
+    def _embed(self, geometry: _Geometry, m: int) -> np.ndarray:
+        """The distinct inputs' sites in R^m, Isomap (classical MDS of the distances,
+        geodesic with a reference) or Laplacian eigenmaps (of the batch's graph, or the
+        reference's eigenmap extended to the inputs); directions with no spread dropped
+        (:func:`_span`); signs fixed by the columns' third moments (so that a permuted batch
+        gets the permuted sites), scaled into [-1, 1]^m with the aspect kept."""
         if self.embedding == "isomap":
-            geometry = _Geometry(self, flat)
-            sites, components = layout._mds_embedding(geometry.matrix, m), geometry.components
+            sites = layout._mds_embedding(geometry.matrix, m)
         elif self._reference is not None:
-            sites = self._reference._embedding_of(flat, m)
-        elif flat.shape[0] >= m + 2:
-            distances = layout._pairwise_distances(flat)
-            graph, components = layout._join_components(
-                layout._knn_graph(distances, self.neighbours, join=False), distances
-            )
-            sites = layout._spectral_embedding(graph, m)
+            sites = self._reference._embedding_of(geometry.flat, m)
+        elif geometry.flat.shape[0] >= m + 2:
+            sites = layout._spectral_embedding(geometry.graph, m)
         else:  # too few inputs for m non-trivial eigenvectors
-            sites = layout._mds_embedding(layout._pairwise_distances(flat), m)
+            sites = layout._mds_embedding(geometry.matrix, m)
         sites = _span(sites)
         sites = sites - (sites.max(axis=0) + sites.min(axis=0)) / 2
         extent = float(np.max(np.abs(sites)))
         sites = sites / extent if extent > 0 else sites  # before the cubes: no overflow
         sites = sites * np.where(np.sum(sites**3, axis=0) < 0, -1.0, 1.0)
-        return _separate(sites), components
+        return _separate(sites)
 
-    def _order(self, flat: np.ndarray, geometry: _Geometry) -> np.ndarray:
-        k = flat.shape[0]
-        if self.design == "none" or k < 3:
-            return np.arange(k)
+    def _order(self, geometry: _Geometry) -> np.ndarray:
+        """The distinct inputs' order for the chain, pca and spectral designs."""
+        flat = geometry.flat
+        if flat.shape[0] < 3:
+            return np.arange(flat.shape[0])
         if self.design == "chain":
             return layout._chain_order(geometry.matrix)
         if self.design == "pca":
@@ -700,12 +722,7 @@ class ManifoldGCC(Code):
         if self._reference is not None:
             coordinate = self._reference._coordinate_of(flat)
         else:
-            distances = layout._pairwise_distances(flat)
-            graph, components = layout._join_components(
-                layout._knn_graph(distances, self.neighbours, join=False), distances
-            )
-            geometry.components = components
-            coordinate = layout._spectral_coordinate(graph)
+            coordinate = layout._spectral_coordinate(geometry.graph)
         return np.argsort(coordinate, kind="stable")
 
     def _encode(self, X):
