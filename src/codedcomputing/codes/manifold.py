@@ -45,13 +45,6 @@ MAX_THIN_PLATE_POINTS = 2_000
 # count as one.
 _FLAT = 1e-6
 
-_COMPONENTS_DOC = """``components`` is 1 plus the number of shortest links
-    added to connect the k-nearest-neighbour graphs behind the layout (the reference's own,
-    and the batch joined to it; or the batch's own for ``"spectral"`` and ``"eigenmaps"``
-    without a reference): 1 when they were connected or no graph was used; more means the
-    data fell apart into pieces (a cluster of near-duplicates, say) and geodesics cross
-    straight links between them."""
-
 
 @dataclass(frozen=True)
 class Layout:
@@ -61,7 +54,12 @@ class Layout:
     computed for the batch's distinct inputs in lexicographic order, so it does not depend
     on the order of ``X``'s rows (except among identical rows).
 
-    {components}"""
+    ``components`` is 1 plus the number of shortest links added to connect the
+    k-nearest-neighbour graphs behind the layout (the reference's own, and the batch joined
+    to it; or the batch's own for ``"spectral"`` and ``"eigenmaps"`` without a reference):
+    1 when they were connected or no graph was used; more means the data fell apart into
+    pieces (a cluster of near-duplicates, say) and geodesics cross straight links between
+    them."""
 
     order: np.ndarray
     alpha: np.ndarray
@@ -74,18 +72,13 @@ class SiteLayout:
     """One batch's layout for the thin-plate design: ``sites`` (input k's point in the
     embedding, ``(K, m)``, in the batch's own order; ``m`` may be below ``dimensions`` when
     the batch spans fewer), ``worker_sites`` (``(N, m)``, worker order), what computing them
-    cost, and ``components`` (below). No ``order``: the inputs are not put on a line.
-
-    {components}"""
+    cost, and ``components`` (as for :class:`Layout`). No ``order``: the inputs are not put
+    on a line."""
 
     sites: np.ndarray
     worker_sites: np.ndarray
     seconds: float
     components: int = 1
-
-
-Layout.__doc__ = Layout.__doc__.format(components=_COMPONENTS_DOC)
-SiteLayout.__doc__ = SiteLayout.__doc__.format(components=_COMPONENTS_DOC)
 
 
 def thin_plate_map(knots: np.ndarray, smoothing: float, targets: np.ndarray) -> np.ndarray:
