@@ -114,7 +114,7 @@ def test_pairwise_distances_refuses_a_bad_a_or_b(kind):
     refuses(lambda: layout.pairwise_distances(POINTS, np.zeros((3, 3))), "b")  # other columns
 
 
-def test_pairwise_and_consecutive_distances_refuse_sizes_beyond_the_limit_before_allocating():
+def test_pairwise_distances_refuses_sizes_beyond_the_limit_before_allocating():
     refuses(lambda: layout.pairwise_distances(np.zeros((layout.MAX_POINTS + 1, 1))), "a")
     many = np.zeros((layout.MAX_POINTS * 2, 1))
     refuses(lambda: layout.pairwise_distances(many, many), "b")
