@@ -544,20 +544,22 @@ def _mds_embedding(distances: np.ndarray, dimensions: int) -> np.ndarray:
 
 
 def hull_design(sites: np.ndarray, count: int, *, include: bool = False, candidates: int = 32) -> np.ndarray:
-    """``count`` points spread over the convex hull of ``sites`` (``(K, m)``, full rank): a
-    greedy maximin design (each new point the candidate farthest from those chosen) over
+    """``count`` points spread over the convex hull of ``sites`` (``(K, m)``; sites that span
+    fewer than ``m`` dimensions, a flat hull, get their bounding box instead): a greedy
+    maximin design (each new point the candidate farthest from those chosen) over
     ``candidates * count`` points (fewer per point past 4,096 points) of a scrambled Sobol
-    sequence (fixed seed) inside the
-    hull (topped up with points drawn uniformly from the hull's simplices, fixed seed, when
-    too few of 2^20 Sobol points fall inside a thin hull), started from the hull's vertices,
-    or from all of ``sites`` when ``include`` (then the design holds every distinct site).
-    In one dimension the hull is
+    sequence (fixed seed) inside the hull (topped up with points drawn uniformly from the
+    hull's simplices, fixed seed, when too few of 2^20 Sobol points fall inside a thin
+    hull), started from the hull's vertices, or from the distinct ``sites`` when
+    ``include`` (then the design holds every distinct site when there are at most
+    ``count``, else the first ``count`` in the order given). In one dimension the hull is
     an interval and the points are Chebyshev points of the second kind on it (with
-    ``include``, those nearest the sites moved onto them, :func:`snap_to`). The result
-    is ordered along a short open path (:func:`chain_order`; two 2-opt sweeps past 2,000
-    points), so that points with neighbouring indices are neighbours in space. The greedy
-    pass keeps each pool point's squared distance to the design and updates it one
-    coordinate at a time, ``O(count * pool * m)``. ``count`` is an integer in ``1 ..``
+    ``include`` and at most ``count`` distinct sites, those nearest the sites moved onto
+    them, :func:`snap_to`). The result is ordered along a short open path
+    (:func:`chain_order`; two 2-opt sweeps past 2,000 points), so that points with
+    neighbouring indices are neighbours in space. The greedy pass keeps each pool point's
+    squared distance to the design and updates it one coordinate at a time,
+    ``O(count * pool * m)``. ``count`` is an integer in ``1 ..``
     :data:`MAX_POINTS`, ``candidates`` one >= 1, ``include`` a bool, ``sites`` real and
     finite with a site and a coordinate at least (``ValueError`` naming the one that is
     not). Deterministic."""
