@@ -36,7 +36,7 @@ from .. import _arraylib
 from .._validation import check_count, check_number, check_rng
 from .collect import Collector, check_output_shape, wait_real_time
 from .delays import DelayModel
-from .faults import FaultModel, InjectedFault, corrupt
+from .faults import CORRUPTING, FaultModel, InjectedFault, corrupt
 from .record import Gathered
 
 __all__ = ["Call", "Cluster", "Gathered", "SimulatedCluster", "ThreadCluster", "run_task"]
@@ -59,7 +59,7 @@ def run_task(f, x, fault: str | None, seed: int):
     with _arraylib.inference_mode(f, x):
         out = f(x)
     seconds = time.perf_counter() - start
-    if fault in ("nan", "garbage"):
+    if fault in CORRUPTING:
         out = corrupt(out, fault, seed)
     return out, seconds
 
@@ -327,8 +327,8 @@ class SimulatedCluster(Cluster):
     ``f`` runs, at :meth:`collect`, in batches on just the workers whose results are needed
     (the earliest arrivals), so N in the thousands costs little more than the results used.
     ``wall_s`` and ``latency`` are virtual seconds from dispatch. Faults behave as on a real
-    cluster: ``"hang"`` never arrives, ``"raise"`` fails at its arrival time, ``"nan"`` and
-    ``"garbage"`` corrupt the output.
+    cluster: ``"hang"`` never arrives, ``"raise"`` fails at its arrival time, ``"nan"``,
+    ``"shape"`` and ``"garbage"`` corrupt the output.
     """
 
     name = "simulated"
@@ -364,7 +364,7 @@ class SimulatedCluster(Cluster):
                     collector.arrive(n, clock, InjectedFault("injected fault: worker raised"))
                 else:
                     out = outputs[n]
-                    if faults.get(n) in ("nan", "garbage") and not isinstance(out, BaseException):
+                    if faults.get(n) in CORRUPTING and not isinstance(out, BaseException):
                         out = corrupt(out, faults[n], seeds[n])
                     collector.arrive(n, clock, out, 0.0)
                 if collector.done:

@@ -5,13 +5,17 @@ Kinds of fault (:data:`KINDS`):
 - ``"raise"``: the worker raises :class:`InjectedFault` instead of computing;
 - ``"hang"``: the worker never answers (the cluster drops it when the call ends);
 - ``"nan"``: the worker computes, then returns NaN of the right shape;
+- ``"shape"``: the worker computes, then returns its result one entry short along the last
+  axis (:func:`corrupt`);
 - ``"garbage"``: the worker computes, then returns finite noise of the right shape and
   scale (a lying worker: nothing at the master can tell it from a true result, which is
   what the adversarially robust codes are for).
 
-The first three are stragglers to the master: recorded in the run's report, never a
-crash. A model's ``sample(num_workers, rng)`` returns one call's faults as a dict
-``{worker: kind}`` (workers without a fault are absent).
+The first four are stragglers to the master: recorded in the run's report, never a
+crash (a mis-shaped result is told apart by the output shape the caller declares, or else
+by the shape most results share: :mod:`~codedcomputing.runtime.collect`). A model's
+``sample(num_workers, rng)`` returns one call's faults as a dict ``{worker: kind}``
+(workers without a fault are absent).
 
 Colluding adversaries (:class:`Adversarial`, any attack of :mod:`codedcomputing.adversaries`)
 see everything the master sees, the code and all returned results, so they act where those
@@ -31,9 +35,19 @@ from .. import _arraylib
 from .._validation import check_choice, check_count, check_probability, check_rng, check_seed
 from ..adversaries import Attack
 
-__all__ = ["KINDS", "Adversarial", "FaultModel", "Fixed", "Independent", "InjectedFault", "corrupt"]
+__all__ = [
+    "CORRUPTING",
+    "KINDS",
+    "Adversarial",
+    "FaultModel",
+    "Fixed",
+    "Independent",
+    "InjectedFault",
+    "corrupt",
+]
 
-KINDS = ("raise", "hang", "nan", "garbage")
+KINDS = ("raise", "hang", "nan", "shape", "garbage")
+CORRUPTING = ("nan", "shape", "garbage")  # the worker computes, then corrupt() replaces its result
 
 
 class InjectedFault(RuntimeError):
@@ -132,13 +146,17 @@ class Adversarial(FaultModel):
 
 
 def corrupt(result, kind: str, seed: int):
-    """``result`` replaced as fault ``kind`` (``"nan"`` or ``"garbage"``) dictates.
+    """``result`` replaced as fault ``kind`` (``"nan"``, ``"shape"`` or ``"garbage"``) dictates.
 
-    Garbage is normal noise with the result's own scale (its RMS, or 1 if that is 0), drawn
-    from ``seed`` (an int >= 0); numpy arrays and torch tensors keep their type, dtype and
-    device. ``result`` must be numeric (an array, a tensor or a number).
+    NaN and garbage keep the result's shape. Garbage is normal noise with the result's own
+    scale (its RMS, or 1 if that is 0), drawn from ``seed`` (an int >= 0). ``"shape"`` drops
+    the last entry along the last axis (a number becomes an empty vector; a result whose
+    last axis is empty gets one zero entry there instead), so the shape always changes.
+    Numpy arrays and torch tensors keep their type and device, and their dtype (NaN and
+    garbage make integers float64). ``result`` must be numeric (an array, a tensor or a
+    number).
     """
-    kind = check_choice(kind, "kind", ("nan", "garbage"))
+    kind = check_choice(kind, "kind", CORRUPTING)
     check_seed(seed, "seed")
     if not _arraylib.is_torch(result):
         try:
@@ -147,6 +165,8 @@ def corrupt(result, kind: str, seed: int):
             raise ValueError(f"result must be numeric: {err}") from None
         if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
             raise ValueError(f"result must be numeric, got dtype {array.dtype}")
+    if kind == "shape":
+        return _misshaped(result)
     if _arraylib.is_torch(result):  # never import torch for numpy results
         import torch
 
@@ -164,3 +184,21 @@ def corrupt(result, kind: str, seed: int):
         .normal(0.0, scale, result.shape)
         .astype(result.dtype if result.dtype.kind in "fc" else np.float64)
     )
+
+
+def _misshaped(result):
+    """``result`` one entry short along its last axis (:func:`corrupt`'s ``"shape"``)."""
+    if _arraylib.is_torch(result):
+        import torch
+
+        if result.ndim == 0:
+            return result.reshape(1)[:0].clone()
+        if result.shape[-1] == 0:
+            return torch.cat([result, result.new_zeros((*result.shape[:-1], 1))], dim=-1)
+        return result[..., :-1].clone()
+    array = np.asarray(result)
+    if array.ndim == 0:
+        return array.reshape(1)[:0].copy()
+    if array.shape[-1] == 0:
+        return np.concatenate([array, np.zeros((*array.shape[:-1], 1), dtype=array.dtype)], axis=-1)
+    return array[..., :-1].copy()
