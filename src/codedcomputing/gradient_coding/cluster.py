@@ -55,7 +55,7 @@ import numpy as np
 
 from ..runtime.clusters import Cluster
 from ..runtime.delays import DelayModel
-from ..runtime.faults import InjectedFault
+from ..runtime.faults import CORRUPTING, InjectedFault, corrupt
 from ..runtime.ray_cluster import RayCluster, _ray
 from .training import (
     Ages,
@@ -66,7 +66,6 @@ from .training import (
     check_run,
     check_step_timeout,
     checked_gradient,
-    inject,
     message_problem,
     warn_degraded,
 )
@@ -148,7 +147,7 @@ class WorkerState:
         finally:
             with self.lock:
                 self.computing = None
-        return inject(fault, message, seed)
+        return corrupt(message, fault, seed) if fault in CORRUPTING else message
 
     def _compute(self, problem, theta, t) -> np.ndarray:
         if not self.pipelined:

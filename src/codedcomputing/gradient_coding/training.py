@@ -88,14 +88,14 @@ from .. import _arraylib
 from .._validation import check_choice, check_count, check_number, check_real_array, check_rng, check_seed
 from ..runtime.collect import _where
 from ..runtime.delays import DelayModel
-from ..runtime.faults import FaultModel, corrupt
+from ..runtime.faults import CORRUPTING, KINDS, FaultModel, Fixed, corrupt
 from .codes import CyclicRepetition, FractionalRepetition, TooManyStragglersError
 
 __all__ = ["EXACT_SCHEMES", "FAULT_KINDS", "SCHEMES", "Problem", "Step", "simulate"]
 
 SCHEMES = ("dgd", "gc-fr", "gc-cr", "is-sgd", "is-gc", "pgc-fr", "pgc-cr")
 EXACT_SCHEMES = ("dgd", "gc-fr", "gc-cr", "pgc-fr")  # they raise rather than decode from too few
-FAULT_KINDS = ("raise", "hang", "nan", "shape", "garbage")
+FAULT_KINDS = KINDS  # the runtime's: codedcomputing.runtime.faults
 MAX_PARTITIONS = 10_000  # one worker per partition: more is a typo, not a cluster
 
 
@@ -400,7 +400,7 @@ class Run:
             return {}
         if isinstance(self.faults, dict):
             return self.faults
-        return _check_fault_kinds(self.faults.sample(self.n, self.fault_rng), "faults (drawn)", self.n)
+        return self.faults.sample(self.n, self.fault_rng)
 
     def noise_seeds(self, t: int) -> np.ndarray:
         """This step's seed per worker for ``"garbage"`` noise (from the faults' own stream)."""
@@ -520,7 +520,7 @@ def check_run(scheme, problem, num_stragglers, steps, lr, delays, seed, code_see
     rng = check_rng(seed, "seed")
     code_seed = check_seed(code_seed, "code_seed")
     if faults is not None and not isinstance(faults, FaultModel):
-        faults = _check_fault_kinds(faults, "faults", n)
+        faults = _check_faults(faults, n)
     fr = FractionalRepetition(n, s) if scheme in ("gc-fr", "pgc-fr") else None
     cr = CyclicRepetition(n, s, code_seed) if scheme == "gc-cr" else None
     run = Run(scheme, problem, n, s, steps, lr, rng, fr, cr, faults)
@@ -529,18 +529,17 @@ def check_run(scheme, problem, num_stragglers, steps, lr, delays, seed, code_see
     return run
 
 
-def _check_fault_kinds(faults, name: str, n: int) -> dict[int, str]:
-    """``faults`` as ``{worker: kind}`` with workers in ``0..n-1`` and kinds of :data:`FAULT_KINDS`."""
+def _check_faults(faults, n: int) -> dict[int, str]:
+    """``faults`` as ``{worker: kind}``: checked as a :class:`~codedcomputing.runtime.faults.Fixed`
+    model's, with workers in ``0..n-1``."""
     if not isinstance(faults, dict):
         raise ValueError(
-            f"{name} must be None, a dict {{worker: kind}} or a codedcomputing.faults model, got {faults!r}"
+            f"faults must be None, a dict {{worker: kind}} or a codedcomputing.faults model, got {faults!r}"
         )
-    checked = {}
-    for worker, kind in faults.items():
-        integer = isinstance(worker, (int, np.integer)) and not isinstance(worker, (bool, np.bool_))
-        if not integer or not 0 <= worker < n:
-            raise ValueError(f"{name}: workers must be integers in 0..{n - 1}, got {worker!r}")
-        checked[int(worker)] = check_choice(kind, f"{name}[{worker}] (a fault kind)", FAULT_KINDS)
+    checked = Fixed(faults).faults
+    outside = sorted(worker for worker in checked if worker >= n)
+    if outside:
+        raise ValueError(f"faults: workers must be in 0..{n - 1}, got {outside}")
     return checked
 
 
@@ -572,17 +571,6 @@ def checked_gradient(problem: Problem, theta, partition: int) -> np.ndarray:
     if not np.all(np.isfinite(gradient)):
         raise WorkerFailure(f"gradient of partition {partition} has NaN or inf")
     return gradient
-
-
-def inject(kind: str | None, message: np.ndarray, seed: int) -> np.ndarray:
-    """``message`` as a worker with fault ``kind`` (``"nan"``, ``"shape"``, ``"garbage"``) sends it."""
-    if kind == "nan":
-        return np.full_like(message, np.nan)
-    if kind == "shape":
-        return message[:-1].copy()
-    if kind == "garbage":
-        return corrupt(message, "garbage", seed)
-    return message
 
 
 def message_problem(message, dim: int) -> str | None:
@@ -790,7 +778,8 @@ class _SimulatedWorkers:
             gradients = [fresh[slot] for slot in range(len(support))]
             message = sum(c * g for c, g in zip(self.run.coefficients(i), gradients, strict=True))
         kind = self.faults.get(i)
-        message = inject(kind, message, int(self.seeds[i]))
+        if kind in CORRUPTING:
+            message = corrupt(message, kind, int(self.seeds[i]))
         reason = message_problem(message, self.run.dim)
         if reason is not None:
             self.failed[i] = reason
