@@ -28,7 +28,7 @@ def rows():
 
 def test_rows_cover_every_setting_scheme_and_trial(rows):
     assert EXPERIMENTS["adversarial"] is adversarial
-    assert set(adversarial.COLUMNS) <= set(rows[0])
+    assert set(adversarial.COLUMNS) | {"num_adversaries", "bound"} <= set(rows[0])
     sweep = [row for row in rows if row["exponent"] != ""]
     for a in SMALL.exponents:
         for n in SMALL.num_workers:

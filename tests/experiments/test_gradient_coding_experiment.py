@@ -33,7 +33,7 @@ def rows():
 
 def test_rows_hold_every_scheme_setting_step_and_trial(rows):
     assert EXPERIMENTS["gradient-coding"] is gradient_coding
-    assert set(gradient_coding.COLUMNS) <= set(rows[0])
+    assert set(gradient_coding.COLUMNS) | {"step_time_s", "seed"} <= set(rows[0])
     assert {r["backend"] for r in rows} == {"simulated", "threads"}
     rows = [r for r in rows if r["backend"] == "simulated"]
     settings = {(r["num_stragglers"], r["delay_ratio"], r["delays"]) for r in rows}

@@ -42,7 +42,8 @@ def test_schemes_are_gcc_bacc_and_a_manifold_gcc_per_design():
 
 
 def test_rows_hold_every_scheme_pattern_and_s_once_per_trial(rows):
-    assert set(manifold.COLUMNS) | {"experiment", "seed", "design", "reference"} <= set(rows[0])
+    also_written = {"experiment", "seed", "design", "reference", "straggler_fraction"}
+    assert set(manifold.COLUMNS) | also_written <= set(rows[0])
     assert {row["experiment"] for row in rows} == {"manifold"}
     schemes, patterns = manifold.schemes(), tuple(manifold.PATTERNS)
     k = SMALL.num_inputs[0]

@@ -78,8 +78,6 @@ CELLS = {
     "exponent": Cell("number", low=0, optional=True),  # empty in the goal setting's rows
     "num_inputs": SIZE,
     "num_workers": SIZE,
-    "num_adversaries": COUNT,
-    "bound": Cell("number"),
     "lambda_dec": Cell("number", optional=True),  # empty for the codes without one
     "trial": COUNT,
     "mse": NONNEGATIVE,

@@ -72,10 +72,8 @@ CELLS = {
     "delay_ratio": POSITIVE,
     "step": COUNT,
     "wall_time_s": NONNEGATIVE,
-    "step_time_s": NONNEGATIVE,
     "loss": POSITIVE,  # on a log axis
     "trial": COUNT,
-    "seed": COUNT,
     "compute_s": POSITIVE,
     "dataset": TEXT,
     "target_step": COUNT,

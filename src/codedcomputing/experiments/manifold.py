@@ -63,7 +63,6 @@ from .records import (
     COUNT,
     EXACT_MSE,
     FLOOR_NOTE,
-    FRACTION,
     NONNEGATIVE,
     SIZE,
     TEXT,
@@ -98,7 +97,6 @@ CELLS = {
     "num_workers": SIZE,
     "pattern": TEXT,
     "num_stragglers": COUNT,
-    "straggler_fraction": FRACTION,
     "trial": COUNT,
     "mse": NONNEGATIVE,
     "rel_acc": Cell("number", low=0, high=1, optional=True),  # empty off the MNIST tasks
