@@ -69,8 +69,6 @@ LOSS = {
 }
 SCALES = (0.0, *(10.0**p for p in range(-9, 1)))  # the calibration grid of the schedule's constant
 GOAL = (200, 10)  # (N, q) of the goal setting
-# what plot and headline read, and what they need of each cell: `coded plot` leaves out the
-# rows where one is not so, and refuses a CSV without these columns
 CELLS = {
     "function": TEXT,
     "attack": TEXT,

@@ -60,8 +60,6 @@ from .records import (
 
 NAME = "gradient-coding"
 SUMMARY = "PGC vs GC, DGD, IS-SGD, IS-GC: training loss against wall-clock (n = 12, s = 1-3)"
-# what plot and headline read, and what they need of each cell: `coded plot` leaves out the
-# rows where one is not so, and refuses a CSV without these columns
 CELLS = {
     "backend": Cell("text", optional=True),  # empty: the simulated clock
     "in_grid": Cell("flag"),
@@ -477,13 +475,13 @@ def headline(rows: list[dict]) -> Headline:
         reach = times_to_target(rows, kind, backend)
         for s in sorted({key[1] for key in reach}):
             for ratio in sorted({key[2] for key in reach if key[1] == s}):
-                cells = {scheme: reach.get((scheme, s, ratio), (np.nan, np.nan)) for scheme in SCHEMES}
-                fr = cells["gc-fr"][0] / cells["pgc-fr"][0]
-                cr = cells["gc-cr"][0] / cells["pgc-cr"][0]
+                seconds = {scheme: _seconds(reach, (scheme, s, ratio)) for scheme in SCHEMES}
+                fr = seconds["gc-fr"] / seconds["pgc-fr"]
+                cr = seconds["gc-cr"] / seconds["pgc-cr"]
                 label = f"{ratio:g}" if kind == "exponential" else f"bursty {ratio:g}"
                 if backend != "simulated":
                     label = f"{backend} {ratio:g} (real s)"
-                table.append((s, label, *(cells[scheme][0] for scheme in SCHEMES), fr, cr))
+                table.append((s, label, *(seconds[scheme] for scheme in SCHEMES), fr, cr))
     return Headline(
         title=(
             f"gradient-coding: seconds to the target loss ({target_loss(rows):.4f}; virtual, "

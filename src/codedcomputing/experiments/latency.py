@@ -60,8 +60,6 @@ from .records import (
 NAME = "latency"
 # one line of `coded experiment --help`
 SUMMARY = "p50/p95/p99 latency of coded LeNet-5 inference on thread, Ray and simulated clusters"
-# what plot and headline read, and what they need of each cell: `coded plot` leaves out the
-# rows where one is not so, and refuses a CSV without these columns
 CELLS = {
     "backend": TEXT,
     "delay_model": TEXT,

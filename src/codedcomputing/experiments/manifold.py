@@ -61,7 +61,6 @@ from ..codes import BACC, GCC, ManifoldGCC
 from ..codes import manifold as manifold_codes
 from .records import (
     COUNT,
-    EXACT_MSE,
     FLOOR_NOTE,
     NONNEGATIVE,
     SIZE,
@@ -71,7 +70,7 @@ from .records import (
     band_note,
     curves_over_s,
     draw_band,
-    exact_floor,
+    floor_if_exact,
     grouped,
     means,
     pyplot,
@@ -88,8 +87,6 @@ MNIST_TASKS = ("lenet5", "vit")
 MANIFOLD_DIMS = {"poly-curve": 1, "poly-surface": 2}
 TASKS = (*MNIST_TASKS, *MANIFOLD_DIMS)
 PATTERNS = {"random": stragglers.random, "contiguous": stragglers.contiguous}
-# what plot and headline read, and what they need of each cell: `coded plot` leaves out the
-# rows where one is not so, and refuses a CSV without these columns
 CELLS = {
     "task": TEXT,
     "scheme": TEXT,
@@ -349,7 +346,7 @@ def _figure(rows: list[dict], value: str, out_dir: Path) -> Path:
             floor = None
             if value == "mse":
                 values = [x for points in curves.values() for _, v in points for x in v]
-                floor = exact_floor(values) if values and min(values) < EXACT_MSE else None
+                floor = floor_if_exact(values)
             for scheme, points in curves.items():
                 label = f"{scheme} ({same[scheme]})" if scheme in same else scheme
                 s_values, intervals = zip(*points, strict=True)

@@ -23,7 +23,6 @@ from ..codes import BACC, GCC, LCC
 from ..tuning import tune
 from .records import (
     COUNT,
-    EXACT_MSE,
     FLOOR_NOTE,
     NONNEGATIVE,
     SIZE,
@@ -32,7 +31,7 @@ from .records import (
     band_note,
     curves_over_s,
     draw_band,
-    exact_floor,
+    floor_if_exact,
     means,
     pyplot,
     save_figure,
@@ -45,8 +44,6 @@ NAME = "polynomial"
 # one line of `coded experiment --help`
 SUMMARY = "Fig. 3: GCC against LCC and BACC on a random quadratic (K = 10, N = 40), S = 0 to 36"
 APPROXIMATE = ("gcc", "gcc-natural", "bacc")
-# what plot and headline read, and what they need of each cell: `coded plot` leaves out the
-# rows where one is not so, and refuses a CSV without these columns
 CELLS = {
     "function": TEXT,
     "scheme": TEXT,
@@ -143,7 +140,7 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
         shown = {scheme: curves[scheme] for scheme in schemes if scheme in curves}
         same = twins({scheme: [v.estimate for _, v in points] for scheme, points in shown.items()})
         values = [x for points in shown.values() for _, v in points for x in v]
-        floor = exact_floor(values) if values and min(values) < EXACT_MSE else None
+        floor = floor_if_exact(values)
         for scheme, points in shown.items():
             label = f"{scheme} ({same[scheme]})" if scheme in same else scheme
             if scheme == "lcc":

@@ -75,8 +75,6 @@ NAME = "rates"
 SUMMARY = "Fig. 4: LeNet-5's MSE as N grows (20 to 320), worst-case and Bernoulli stragglers; fitted slopes"
 MODEL = "lenet5"
 WORST, BERNOULLI = "worst-case", "bernoulli"
-# what plot and headline read, and what they need of each cell: `coded plot` leaves out the
-# rows where one is not so, and refuses a CSV without these columns
 CELLS = {
     "scheme": TEXT,
     "panel": TEXT,

@@ -36,6 +36,7 @@ __all__ = [
     "exact_floor",
     "figure_dir",
     "figure_text",
+    "floor_if_exact",
     "grouped",
     "interval",
     "log_scale",
@@ -126,10 +127,13 @@ def read_table(path: Path) -> tuple[list[dict], list[tuple[int, int, int]]]:
 
 @dataclass(frozen=True)
 class Cell:
-    """What a figure needs of a column's cells (an experiment's ``CELLS``): ``kind`` "text",
-    "integer", "number", "flag" (True or False) or "any" (not empty); numbers within ``low``
-    and ``high`` (``low`` itself excluded when ``above``); with ``optional`` the cell may also
-    be empty. ``coded plot`` leaves out the rows with a cell that is not so."""
+    """What a figure needs of a column's cells: ``kind`` "text", "integer", "number", "flag"
+    (True or False) or "any" (not empty); numbers within ``low`` and ``high`` (``low`` itself
+    excluded when ``above``); with ``optional`` the cell may also be empty.
+
+    An experiment's ``CELLS`` maps each column its plot and headline read to its ``Cell``, and
+    its ``COLUMNS`` are those columns: ``coded plot`` leaves out the rows with a cell that is
+    not so, and refuses a CSV without one of the columns."""
 
     kind: str
     low: float = -math.inf
@@ -369,6 +373,13 @@ def exact_floor(values: Iterable[float]) -> float:
     inexact = [v for v in values if v >= EXACT_MSE]
     lowest = min(inexact) if inexact else 1.0
     return float(10.0 ** (np.floor(np.log10(lowest)) - 1))
+
+
+def floor_if_exact(values: Iterable[float]) -> float | None:
+    """:func:`exact_floor` of ``values`` when one of them is exact (below :data:`EXACT_MSE`);
+    None, no floor, when none is."""
+    values = list(values)
+    return exact_floor(values) if values and min(values) < EXACT_MSE else None
 
 
 def show_floor(ax, floor: float) -> None:

@@ -55,8 +55,6 @@ NAME = "stragglers"
 # one line of `coded experiment --help`
 SUMMARY = "Fig. 2: LeNet-5 and the ViT on MNIST (K = 10, N = 50) as S grows; GCC, BACC, replication, uncoded"
 SCHEMES = ("gcc", "gcc-natural", "bacc", "replication", "uncoded")
-# what plot and headline read, and what they need of each cell: `coded plot` leaves out the
-# rows where one is not so, and refuses a CSV without these columns
 CELLS = {
     "model": TEXT,
     "scheme": TEXT,
