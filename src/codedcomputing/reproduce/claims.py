@@ -105,12 +105,14 @@ class Unmeasured(Exception):
     """Raised while measuring a claim whose rows lack what it needs; the message says what."""
 
 
-def _claim(paper: str, experiment: str, claim: str, measure: Callable[[], tuple], where: str = "") -> Claim:
-    """The claim as ``measure()``, which returns ``(measured, setting, held)``, finds it; "not
-    measured" when the rows lack what it needs, with what they lack as the measured text and
-    ``where`` (the setting the claim is about) as its setting. A claim is never left out."""
+def _claim(
+    paper: str, experiment: str, claim: str, measure: Callable[..., tuple], *args, where: str = ""
+) -> Claim:
+    """The claim as ``measure(*args)``, which returns ``(measured, setting, held)``, finds it;
+    "not measured" when the rows lack what it needs, with what they lack as the measured text
+    and ``where`` (the setting the claim is about) as its setting. A claim is never left out."""
     try:
-        measured, setting, held = measure()
+        measured, setting, held = measure(*args)
     except Unmeasured as why:
         return Claim(paper, experiment, claim, str(why), where, None)
     except Exception as err:  # rows unlike the experiment's: said in the report, not raised
@@ -173,8 +175,9 @@ def stragglers_claims(rows: list[dict], config=None) -> list[Claim]:
             "gcc",
             "stragglers",
             f"GCC's mean MSE is below BACC's at every number of stragglers ({model}).",
-            lambda model=model: measure(model),
-            str(model),
+            measure,
+            model,
+            where=str(model),
         )
         for model in model_names
     ]
@@ -183,6 +186,7 @@ def stragglers_claims(rows: list[dict], config=None) -> list[Claim]:
 def polynomial_claims(rows: list[dict], config=None) -> list[Claim]:
     """Fig. 3: LCC exact up to its threshold and unstable beyond it, where GCC is not."""
 
+    @functools.cache
     def grid():
         first = _some(rows)[0]
         mse = means(rows, ("scheme", "num_stragglers"), "mse")
@@ -309,7 +313,8 @@ def rates_claims(rows: list[dict], config=None) -> list[Claim]:
                 f"With each worker straggling with probability p = {p:g}, GCC's MSE decays at least "
                 f"as log_(1/p)(N)^3 N^-3: its fitted slope is at most that curve's over the same N "
                 f"plus {SLOPE_TOLERANCE}.",
-                lambda p=p: probabilistic(p),
+                probabilistic,
+                p,
             )
             for p in probabilities
         ),
@@ -355,8 +360,11 @@ def latency_claims(rows: list[dict], config=None) -> list[Claim]:
             "latency",
             f"Waiting only for the fastest N - S workers, GCC's p99 latency ({name}) is below "
             "uncoded computation's, which waits for all K.",
-            lambda setting=(backend, delay, name): measure(*setting),
-            f"{backend} backend, {delay} delays",
+            measure,
+            backend,
+            delay,
+            name,
+            where=f"{backend} backend, {delay} delays",
         )
         for backend, delay, name in settings
     ]
@@ -398,8 +406,9 @@ def manifold_claims(rows: list[dict], config=None) -> list[Claim]:
             "manifold",
             f"Manifold-aware encoding gives a lower mean MSE than standard GCC under stragglers "
             f"({task}), in every setting.",
-            lambda task=task: measure(task),
-            str(task),
+            measure,
+            task,
+            where=str(task),
         )
         for task in tasks
     ]
@@ -472,7 +481,8 @@ def adversarial_claims(rows: list[dict], config=None) -> list[Claim]:
             "adversarial",
             f"With q = N^a adversaries the error of robust GCC ({who}) decays as (q/N)^(6/5): "
             f"every fitted slope is at most (6/5)(a - 1) + {SLOPE_TOLERANCE}.",
-            lambda scheme=scheme: rate(scheme),
+            rate,
+            scheme,
         )
         for scheme, who in (
             ("robust-gcc", "the published squared-loss decoder"),
@@ -494,8 +504,9 @@ def adversarial_claims(rows: list[dict], config=None) -> list[Claim]:
             "adversarial",
             f"Robust GCC locates no one, so its master-side decode costs less than the "
             f"error-locating ApproxIFER's ({function}).",
-            lambda function=function: cost(function),
-            f"N = {adversarial.GOAL[0]}, q = {adversarial.GOAL[1]}, concentrated attack",
+            cost,
+            function,
+            where=f"N = {adversarial.GOAL[0]}, q = {adversarial.GOAL[1]}, concentrated attack",
         )
         for function in functions
     ]
@@ -589,7 +600,8 @@ def gradient_coding_claims(rows: list[dict], config=None) -> list[Claim]:
             "gradient-coding",
             f"Pipelined GC reaches the target training loss sooner than GC ({code.upper()}) at every "
             "s and delay.",
-            lambda code=code: sooner_than_gc(code),
+            sooner_than_gc,
+            code,
         )
         for code in ("fr", "cr")
     ]
@@ -598,7 +610,8 @@ def gradient_coding_claims(rows: list[dict], config=None) -> list[Claim]:
             "pgc",
             "gradient-coding",
             f"{pgc.upper()} reaches the target sooner than DGD, IS-SGD and IS-GC at every s and delay.",
-            lambda pgc=pgc: sooner_than_baselines(pgc),
+            sooner_than_baselines,
+            pgc,
         )
         for pgc in ("pgc-fr", "pgc-cr")
     ]
@@ -616,8 +629,9 @@ def gradient_coding_claims(rows: list[dict], config=None) -> list[Claim]:
             "pgc",
             "gradient-coding",
             _ordering_sentence(backend),
-            lambda b=backend: ordering(b),
-            f"on {backend}",
+            ordering,
+            backend,
+            where=f"on {backend}",
         )
         for backend in backends
     ]
