@@ -54,9 +54,10 @@ import warnings
 import numpy as np
 
 from ..runtime.clusters import Cluster
+from ..runtime.collect import Collector, wait_real_time
 from ..runtime.delays import DelayModel
 from ..runtime.faults import CORRUPTING, InjectedFault, corrupt
-from ..runtime.ray_cluster import RayCluster, _ray
+from ..runtime.ray_cluster import RayCluster, _ray, _resolve
 from .training import (
     Ages,
     Problem,
@@ -66,7 +67,6 @@ from .training import (
     check_run,
     check_step_timeout,
     checked_gradient,
-    message_problem,
     warn_degraded,
 )
 
@@ -317,19 +317,24 @@ def _worker_actor():
                     return self.events.setdefault(t, threading.Event())
 
             def work(self, theta, t, delay, fault, settled, seed):
-                """The message, None after an injected hang, or why it failed (a string: an
-                error left in a reference nobody reads would be logged as unhandled)."""
+                """``(the message as one row, seconds its compute took)``, as the runtime's
+                tasks answer; ``(None, NaN)`` after an injected hang; ``(the exception, NaN)``
+                when it failed (returned, not raised: an error left in a reference nobody
+                reads would be logged as unhandled)."""
                 state = self.state
                 if settled is not None:  # the previous step's close, should it come after this call
                     state.settle(*settled)
                 closed = self._event(t)
+                start = time.perf_counter()
                 try:
                     message = state.work(self.problem, theta, t, fault=fault, closed=closed, seed=seed)
                 except Exception as err:  # the worker's failure: the master records it
-                    return f"{type(err).__name__}: {err}"[:300]
-                if message is not None:
-                    closed.wait(delay)
-                return message
+                    return err, math.nan
+                seconds = time.perf_counter() - start
+                if message is None:
+                    return None, math.nan
+                closed.wait(delay)
+                return message[None], seconds
 
             def close(self, t, arrived):
                 self.state.settle(t, arrived)
@@ -349,10 +354,9 @@ class _ActorPool:
     most ``2 n`` times a run; until the new one is ready, and for good once the replacements
     are spent, its worker is a straggler."""
 
-    def __init__(self, problem: Problem, n: int):
-        ray = _ray()
+    def __init__(self, cluster: RayCluster, problem: Problem, n: int):
         self.problem = problem
-        self.shared = ray.put(problem)
+        self.shared = cluster.share(problem)
         self.actors: list = [None] * n
         self.config: list = []
         self.resetting: dict[int, object] = {}
@@ -467,6 +471,36 @@ class _ActorPool:
             if self.actors[i] is not None and i not in self.resetting:
                 self.replace(i)
 
+    def collect(
+        self, owner: dict, collector: Collector, held: np.ndarray, start: float, deadline_s: float
+    ) -> bool:
+        """Feed ``collector`` the answers of a step's calls (``owner``: reference -> worker) as
+        they finish, each held back ``held[worker]`` seconds (the cluster's own delays), until
+        it is done or ``deadline_s`` has passed since ``start``; returns ``timed_out``. An
+        actor that died is replaced, and its worker is a straggler of the step."""
+        ray = _ray()
+        pending = list(owner)
+
+        def poll(timeout):
+            nonlocal pending
+            if not pending:
+                return None
+            ready, pending = ray.wait(pending, num_returns=1, timeout=timeout)
+            finished_at = time.perf_counter()
+            return [(owner[ref], finished_at, ref) for ref in ready]
+
+        def resolve(ref):
+            i = owner[ref]
+            if ref in self.inflight.get(i, ()):
+                self.inflight[i].remove(ref)
+            outcome, seconds = _resolve(ref)
+            if isinstance(outcome, ray.exceptions.RayActorError):
+                self.replace(i)
+                outcome = WorkerFailure(f"its actor died ({type(outcome).__name__})")
+            return outcome, seconds
+
+        return wait_real_time(collector, held, start, deadline_s, poll, resolve)
+
     def kill(self) -> None:
         ray = _ray()
         for actor in self.actors:
@@ -489,7 +523,7 @@ def _actor_pool(cluster: RayCluster, problem: Problem, n: int) -> _ActorPool:
     if pool is None or pool.problem is not problem:  # a new problem (or a reused id): fresh actors
         if pool is not None:
             pool.kill()
-        pool = pools[id(problem)] = _ActorPool(problem, n)  # holds the problem: its id is not reused
+        pool = pools[id(problem)] = _ActorPool(cluster, problem, n)  # holds the problem: its id is not reused
     pools.move_to_end(id(problem))
     while len(pools) > MAX_CACHED_PROBLEMS:
         _, old = pools.popitem(last=False)
@@ -501,11 +535,13 @@ def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster)
     """:func:`train` on Ray: one actor per worker holds its state (the actors and the shipped
     problem are kept on the cluster for its later runs, :func:`_actor_pool`; each run resets
     their states, and the clock starts once every actor is ready); a step sends ``theta``
-    (put once) and waits for the first arrivals, one ``ray.wait`` at a time, in arrival
-    order, until the scheme has enough or the step's deadline passes. At the step's close
-    the master tells every actor whether its result arrived (``close``: late work is
-    dropped, sleeping and hung calls end; nothing is cancelled through Ray). An actor that
-    died is a straggler and is replaced (:class:`_ActorPool`)."""
+    (put once) and collects the actors' answers as the cluster collects its tasks' results
+    (:func:`~codedcomputing.runtime.collect.wait_real_time`, with the cluster's own delays
+    and faults drawn as its ``submit`` draws them), until the scheme has enough or the step's
+    deadline passes. At the step's close the master tells every actor whether its result
+    arrived (``close``: late work is dropped, sleeping and hung calls end; nothing is
+    cancelled through Ray). An actor that died is a straggler and is replaced
+    (:class:`_ActorPool`)."""
     ray = _ray()
     problem, n = run.problem, run.n
     ages = Ages(n, run.s + 1)
@@ -516,17 +552,18 @@ def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster)
     for t in range(run.steps):
         delay, faults, seeds = run.step_inputs(delays, t)
         computed = [ages.computed(i, t) for i in range(n)] if run.pipelined else None
+        held = np.zeros(n) if cluster.delays is None else np.asarray(cluster.delays.sample(n, cluster.rng))
         if cluster.faults is not None:  # the cluster's own faults, as on threads
             faults = {**cluster.faults.sample(n, cluster.rng), **faults}
         pool.check_inflight()
-        failed: dict[int, str] = {}
+        unavailable: dict[int, str] = {}
         start = time.perf_counter()
         theta_ref = ray.put(theta)
         owner = {}
         for i in range(n):
             why = pool.unavailable(i)
             if why is not None:
-                failed[i] = why
+                unavailable[i] = why
                 continue
             ref = pool.actors[i].work.remote(
                 theta_ref, t, float(delay[i]), faults.get(i), pool.settled.pop(i, None), int(seeds[i])
@@ -534,39 +571,11 @@ def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster)
             owner[ref] = i
             pool.inflight.setdefault(i, []).append(ref)
         deadline_s = deadline.seconds()
-        waiting, alive, messages, timed_out = list(owner), [], [], False
-        while waiting and not run.enough(alive):
-            remaining = deadline_s - (time.perf_counter() - start)
-            if remaining <= 0:
-                timed_out = True
-                break
-            ready, waiting = ray.wait(
-                waiting, num_returns=1, timeout=None if math.isinf(remaining) else remaining
-            )
-            if not ready:
-                timed_out = True
-                break
-            i = owner[ready[0]]
-            if ready[0] in pool.inflight.get(i, ()):
-                pool.inflight[i].remove(ready[0])
-            try:
-                value = ray.get(ready[0])
-            except ray.exceptions.RayActorError as err:
-                failed[i] = f"its actor died: {type(err).__name__}"
-                pool.replace(i)
-                continue
-            except Exception as err:  # the worker's own failure: a straggler
-                cause = getattr(err, "cause", None)  # a RayTaskError wraps the worker's exception
-                error = cause if isinstance(cause, Exception) else err
-                failed[i] = f"{type(error).__name__}: {error}"[:300]
-                continue
-            why = value if isinstance(value, str) else message_problem(value, run.dim)
-            if why is not None:
-                failed[i] = why
-                continue
-            alive.append(i)
-            messages.append(np.asarray(value, dtype=np.float64))
+        collector = Collector(n, run.enough, output_shape=(run.dim,))
+        timed_out = pool.collect(owner, collector, held, start, deadline_s)
         step_s = time.perf_counter() - start
+        alive = list(collector.alive)
+        failed = {**unavailable, **collector.failed}
         for i in owner.values():  # the step closes: late work is dropped, sleepers wake
             if pool.actors[i] is not None and i not in pool.resetting and i not in pool.dead:
                 pool.inflight.setdefault(i, []).append(pool.actors[i].close.remote(t, i in alive))
@@ -577,9 +586,10 @@ def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster)
                     ages.arrived(i, t, computed[i])
                 elif i not in failed and i not in pool.resetting:  # late: kept what it filled in
                     ages.arrived(i, t, [slot for slot in computed[i] if ages.stamps[i, slot] < 0])
-        late = [owner[ref] for ref in waiting] if timed_out else []
-        stacked = np.stack(messages) if messages else np.zeros((0, run.dim))
-        estimate, used, degraded = run.decode(t, stacked, alive, failed, late, deadline_s, history)
+        answered = set(collector.outputs) | set(collector.failed)
+        late = [i for i in owner.values() if i not in answered] if timed_out else []
+        messages = np.concatenate([collector.outputs[i] for i in alive]) if alive else np.zeros((0, run.dim))
+        estimate, used, degraded = run.decode(t, messages, alive, failed, late, deadline_s, history)
         deadline.record(step_s, timed_out)
         step_ages = ages.ages(t) if run.pipelined else None
         theta = run.close_step(history, theta, estimate, step_s, used, step_ages, degraded, timed_out, failed)

@@ -86,7 +86,7 @@ import numpy as np
 
 from .. import _arraylib
 from .._validation import check_choice, check_count, check_number, check_real_array, check_rng, check_seed
-from ..runtime.collect import _where
+from ..runtime.collect import _usable, _where
 from ..runtime.delays import DelayModel
 from ..runtime.faults import CORRUPTING, KINDS, FaultModel, Fixed, corrupt
 from .codes import CyclicRepetition, FractionalRepetition, TooManyStragglersError
@@ -573,17 +573,12 @@ def checked_gradient(problem: Problem, theta, partition: int) -> np.ndarray:
     return gradient
 
 
-def message_problem(message, dim: int) -> str | None:
-    """Why a message is unusable (wrong shape, NaN), or None if it is usable."""
-    try:
-        array = np.asarray(message, dtype=np.float64)
-    except (TypeError, ValueError):
-        return f"returned {type(message).__name__}, not an array of numbers"
-    if array.shape != (dim,):
-        return f"returned shape {array.shape}, not the parameters' ({dim},)"
-    if not np.all(np.isfinite(array)):
-        return "returned NaN or inf"
-    return None
+def message_problem(message: np.ndarray, dim: int) -> str | None:
+    """Why a simulated worker's message is unusable (not the parameters' shape, or what the
+    runtime's collector refuses: NaN, inf), or None if it is usable."""
+    if message.shape != (dim,):
+        return f"returned shape {message.shape}, not the parameters' ({dim},)"
+    return _usable(message[None])[1]
 
 
 class Ages:
