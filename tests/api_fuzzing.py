@@ -2017,10 +2017,6 @@ def _given(ctx: dict, name: str, default):
     return default if value is OMIT else value
 
 
-def _real_array(x) -> np.ndarray:
-    return np.asarray(x, dtype=np.float64)
-
-
 def _bad_array_common(shape: tuple, d: Draw) -> list:
     """Invalid values for a real array parameter of ``shape`` (ndim >= 1)."""
     good = d.normal(shape)
@@ -2386,24 +2382,24 @@ def _approxifer_params() -> tuple[Param, ...]:
     )
 
 
-def _check_robust(code, kw: dict) -> str | None:
-    if not isinstance(code, cc.RobustGCC):
-        return f"returned {type(code).__name__}"
-    return _first(
-        lambda: _check_code(code, kw),
-        lambda: _rebuild_problem(code),
-        lambda: _promise_problem(code, instances=4),
-    )
+def _code_checks(cls: type, instances: int):
+    """The result check of ``cls``'s constructor: a ``cls``, its attributes, rebuilt from its
+    parameters, and its promise on ``instances`` cases."""
+
+    def check(code, kw: dict) -> str | None:
+        if not isinstance(code, cls):
+            return f"returned {type(code).__name__}"
+        return _first(
+            lambda: _check_code(code, kw),
+            lambda: _rebuild_problem(code),
+            lambda: _promise_problem(code, instances=instances),
+        )
+
+    return check
 
 
-def _check_approxifer(code, kw: dict) -> str | None:
-    if not isinstance(code, cc.ApproxIFER):
-        return f"returned {type(code).__name__}"
-    return _first(
-        lambda: _check_code(code, kw),
-        lambda: _rebuild_problem(code),
-        lambda: _promise_problem(code, instances=3),
-    )
+_check_robust = _code_checks(cc.RobustGCC, instances=4)
+_check_approxifer = _code_checks(cc.ApproxIFER, instances=3)
 
 
 def _check_locates(out, kw: dict) -> str | None:
@@ -4223,13 +4219,6 @@ def _check_details(out, kw: dict) -> str | None:
     again = _quiet(_code(kw).decode, kw["Y"], kw["alive"])
     if not np.array_equal(_as_numpy(again), _as_numpy(out.estimates), equal_nan=True):
         return "decode gave other estimates than decode_details"
-    return None
-
-
-def _check_bound_encode(out, kw: dict) -> str | None:
-    problem = _check_encode(out, kw)
-    if problem:
-        return problem
     return None
 
 
