@@ -183,18 +183,6 @@ def test_fault_matrix_threads(threads, scheme, s, kind, c):
     check_cell("threads", scheme, s, kind, c, history, error, caught)
 
 
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray = pytest.importorskip("ray")
-    import training_problems
-
-    cluster = cc.RayCluster(num_cpus=2)
-    ray.cloudpickle.register_pickle_by_value(training_problems)  # the test problem ships by value
-    yield cluster
-    ray.cloudpickle.unregister_pickle_by_value(training_problems)
-    cluster.close()
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("scheme", "s", "kind", "c"), RAY_CELLS)
 def test_fault_matrix_ray(ray_cluster, scheme, s, kind, c):

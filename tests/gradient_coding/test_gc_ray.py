@@ -12,22 +12,11 @@ import numpy as np
 import pytest
 
 import codedcomputing as cc
-import training_problems
 from codedcomputing.gradient_coding import simulate, train_on_cluster
 from codedcomputing.gradient_coding.cluster import MAX_CACHED_PROBLEMS
 from training_problems import DiesOnce, least_squares
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray = pytest.importorskip("ray")  # the README's install has the ray extra: this runs in CI
-    cluster = cc.RayCluster(num_cpus=2)
-    ray.cloudpickle.register_pickle_by_value(training_problems)  # the test problem ships by value
-    yield cluster
-    ray.cloudpickle.unregister_pickle_by_value(training_problems)
-    cluster.close()
 
 
 def test_exact_and_pipelined_codes_train_on_ray_actors(ray_cluster):
