@@ -85,4 +85,4 @@ def test_the_cluster_keeps_actors_for_the_last_problems_only(ray_cluster):
     assert list(ray_cluster._gradient_workers) == [id(p) for p in problems[-MAX_CACHED_PROBLEMS:]]
     for actor in first:  # killed, not merely forgotten
         with pytest.raises(ray.exceptions.RayActorError):
-            ray.get(actor.reset.remote(0, [0], [1.0], False), timeout=60)
+            ray.get(actor.reset.remote(0, 0, [0], [1.0], False), timeout=60)

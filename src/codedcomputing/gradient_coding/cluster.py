@@ -46,6 +46,7 @@ keeps its state in its own process (:func:`_train_on_ray`).
 from __future__ import annotations
 
 import collections
+import itertools
 import math
 import threading
 import time
@@ -300,31 +301,37 @@ def _worker_actor():
         class GradientWorker:
             def __init__(self, problem):
                 self.problem = problem
+                self.run = None  # the run whose calls count: an earlier run's may come after its reset
                 self.state = None
                 self.events: dict[int, threading.Event] = {}
                 self.lock = threading.Lock()
 
-            def reset(self, worker, partitions, coefficients, pipelined):
-                self.state = WorkerState(worker, partitions, coefficients, pipelined)
+            def reset(self, run, worker, partitions, coefficients, pipelined):
                 with self.lock:
+                    self.run, self.state = run, WorkerState(worker, partitions, coefficients, pipelined)
                     for event in self.events.values():
                         event.set()
                     self.events = {}
                 return True
 
-            def _event(self, t):
+            def _step(self, run, t):
+                """``(state, step t's close event)`` for a call of the current run, else None."""
                 with self.lock:
-                    return self.events.setdefault(t, threading.Event())
+                    if run != self.run:
+                        return None
+                    return self.state, self.events.setdefault(t, threading.Event())
 
-            def work(self, theta, t, delay, fault, settled, seed):
+            def work(self, run, theta, t, delay, fault, settled, seed):
                 """``(the message as one row, seconds its compute took)``, as the runtime's
                 tasks answer; ``(None, NaN)`` after an injected hang; ``(the exception, NaN)``
                 when it failed (returned, not raised: an error left in a reference nobody
                 reads would be logged as unhandled)."""
-                state = self.state
+                current = self._step(run, t)
+                if current is None:
+                    return WorkerFailure("a call of an earlier run"), math.nan
+                state, closed = current
                 if settled is not None:  # the previous step's close, should it come after this call
                     state.settle(*settled)
-                closed = self._event(t)
                 start = time.perf_counter()
                 try:
                     message = state.work(self.problem, theta, t, fault=fault, closed=closed, seed=seed)
@@ -336,9 +343,13 @@ def _worker_actor():
                 closed.wait(delay)
                 return message[None], seconds
 
-            def close(self, t, arrived):
-                self.state.settle(t, arrived)
-                self._event(t).set()
+            def close(self, run, t, arrived):
+                current = self._step(run, t)
+                if current is None:  # an earlier run's, after this one's reset: its state is gone
+                    return
+                state, closed = current
+                state.settle(t, arrived)
+                closed.set()
                 with self.lock:
                     for step in [k for k in self.events if k < t - 8]:
                         self.events.pop(step).set()
@@ -359,6 +370,8 @@ class _ActorPool:
         self.shared = cluster.share(problem)
         self.actors: list = [None] * n
         self.config: list = []
+        self.runs = itertools.count()  # each run's calls carry its number (the actors ignore older ones)
+        self.run = -1
         self.resetting: dict[int, object] = {}
         self.inflight: dict[int, list] = {}  # worker -> its calls not read yet
         self.settled: dict[int, tuple[int, bool]] = {}
@@ -388,7 +401,10 @@ class _ActorPool:
         """Reset every actor for ``run`` (replacing dead ones) and wait, up to
         :data:`SETUP_TIMEOUT_S`, until they are ready."""
         ray = _ray()
-        self.config = [(i, run.partitions(i), run.coefficients(i), run.pipelined) for i in range(run.n)]
+        self.run = next(self.runs)
+        self.config = [
+            (self.run, i, run.partitions(i), run.coefficients(i), run.pipelined) for i in range(run.n)
+        ]
         self.ages = ages
         self.resetting, self.inflight, self.settled, self.dead, self.replaced = {}, {}, {}, set(), 0
         if any(actor is None for actor in self.actors):
@@ -566,7 +582,13 @@ def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster)
                 unavailable[i] = why
                 continue
             ref = pool.actors[i].work.remote(
-                theta_ref, t, float(delay[i]), faults.get(i), pool.settled.pop(i, None), int(seeds[i])
+                pool.run,
+                theta_ref,
+                t,
+                float(delay[i]),
+                faults.get(i),
+                pool.settled.pop(i, None),
+                int(seeds[i]),
             )
             owner[ref] = i
             pool.inflight.setdefault(i, []).append(ref)
@@ -578,7 +600,7 @@ def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster)
         failed = {**unavailable, **collector.failed}
         for i in owner.values():  # the step closes: late work is dropped, sleepers wake
             if pool.actors[i] is not None and i not in pool.resetting and i not in pool.dead:
-                pool.inflight.setdefault(i, []).append(pool.actors[i].close.remote(t, i in alive))
+                pool.inflight.setdefault(i, []).append(pool.actors[i].close.remote(pool.run, t, i in alive))
                 pool.settled[i] = (t, i in alive)
         if run.pipelined:  # the master's record (its workers' own is in their processes)
             for i in owner.values():
