@@ -48,6 +48,7 @@ from __future__ import annotations
 import collections
 import itertools
 import math
+import queue
 import threading
 import time
 import warnings
@@ -68,6 +69,7 @@ from .training import (
     check_run,
     check_step_timeout,
     checked_gradient,
+    computed_slots,
     warn_degraded,
 )
 
@@ -98,16 +100,17 @@ class WorkerState:
     pipelined schemes) the latest gradient of each partition. :meth:`work` runs one step;
     under pipelining its fresh gradients stay pending until the master :meth:`settle`\ s the
     step, keeping them only if the worker's result arrived in time (a late worker's work is
-    lost, as on the simulated clock). ``stamps``: the step each stored gradient was computed
-    at (-1: none yet)."""
+    lost, as on the simulated clock). ``report(worker, t, slots)``, if given, is called each
+    time it keeps gradients (of ``slots``, computed at step ``t``), under its lock: how the thread
+    trainer's :class:`~.training.Ages` learns what each worker holds."""
 
-    def __init__(self, worker: int, partitions, coefficients, pipelined: bool):
+    def __init__(self, worker: int, partitions, coefficients, pipelined: bool, report=None):
         self.worker = int(worker)
         self.partitions = [int(p) for p in partitions]
         self.coefficients = np.asarray(coefficients, dtype=np.float64)
         self.pipelined = bool(pipelined)
+        self.report = report
         self.stored: dict[int, np.ndarray] = {}
-        self.stamps = np.full(len(self.partitions), -1, dtype=np.int64)
         self.pending: dict[int, dict[int, np.ndarray]] = {}  # step -> slot -> fresh gradient
         self.closed = -1  # the last step settled: later work for it or earlier is dropped
         self.computing: int | None = None  # the step whose gradients are being computed
@@ -156,13 +159,12 @@ class WorkerState:
             return sum(c * checked_gradient(problem, theta, j) for c, j in pairs)
         with self.lock:
             missing = [slot for slot, j in enumerate(self.partitions) if j not in self.stored]
-        slots = sorted(set(missing) | {t % len(self.partitions)})
+        slots = computed_slots(missing, t, len(self.partitions))
         fresh = {slot: checked_gradient(problem, theta, self.partitions[slot]) for slot in slots}
         with self.lock:
-            for slot in missing:  # filling in is kept however late: it holds every slot after one step
-                if self.partitions[slot] not in self.stored:
-                    self.stored[self.partitions[slot]] = fresh[slot]
-                    self.stamps[slot] = t
+            # filling in is kept however late: it holds every slot after one step
+            filled = [slot for slot in missing if self.partitions[slot] not in self.stored]
+            self._keep(filled, fresh, t)
             if t > self.closed:
                 self.pending[t] = {slot: g for slot, g in fresh.items() if slot not in missing}
             current = dict(self.stored)
@@ -174,12 +176,17 @@ class WorkerState:
         with self.lock:
             fresh = self.pending.pop(t, None)
             if arrived and fresh is not None:
-                for slot, gradient in fresh.items():
-                    self.stored[self.partitions[slot]] = gradient
-                    self.stamps[slot] = t
+                self._keep(list(fresh), fresh, t)
             self.closed = max(self.closed, t)
             for step in [k for k in self.pending if k <= self.closed]:
                 del self.pending[step]
+
+    def _keep(self, slots: list[int], fresh: dict[int, np.ndarray], t: int) -> None:
+        """Store the ``fresh`` gradients of ``slots`` (computed at step ``t``); under the lock."""
+        for slot in slots:
+            self.stored[self.partitions[slot]] = fresh[slot]
+        if slots and self.report is not None:
+            self.report(self.worker, t, slots)
 
 
 class StepDeadline:
@@ -242,7 +249,16 @@ def train(
 
 def _train_on_threads(run: Run, delays, deadline: StepDeadline, cluster: Cluster) -> list[Step]:
     problem, n = run.problem, run.n
-    workers = [WorkerState(i, run.partitions(i), run.coefficients(i), run.pipelined) for i in range(n)]
+    ages = Ages(n, run.s + 1)
+    kept: queue.SimpleQueue = (
+        queue.SimpleQueue()
+    )  # (worker, step, slots): what workers kept, read at each close
+    workers = [
+        WorkerState(
+            i, run.partitions(i), run.coefficients(i), run.pipelined, report=lambda *what: kept.put(what)
+        )
+        for i in range(n)
+    ]
     rows = np.arange(n, dtype=np.float64)[:, None]
     theta = problem.initial.copy()
     history = [Step(0, 0.0, 0.0, float(problem.loss(theta)))]
@@ -276,9 +292,13 @@ def _train_on_threads(run: Run, delays, deadline: StepDeadline, cluster: Cluster
             messages = np.zeros((0, run.dim)) if not alive else np.asarray(gathered.results, dtype=np.float64)
             estimate, used, degraded = run.decode(t, messages, alive, failed, late, deadline_s, history)
             deadline.record(gathered.wall_s, gathered.timed_out)
-            ages = np.stack([t - w.stamps for w in workers]) if run.pipelined else None
+            while not kept.empty():  # in the order the workers kept them (a late fill-in included)
+                ages.arrived(*kept.get())
+            step_ages = ages.ages(t) if run.pipelined else None
             step_s, timed_out = gathered.wall_s, bool(gathered.timed_out)
-            theta = run.close_step(history, theta, estimate, step_s, used, ages, degraded, timed_out, failed)
+            theta = run.close_step(
+                history, theta, estimate, step_s, used, step_ages, degraded, timed_out, failed
+            )
     finally:
         closed.set()
     return history
@@ -607,7 +627,7 @@ def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster)
                 if i in alive:
                     ages.arrived(i, t, computed[i])
                 elif i not in failed and i not in pool.resetting:  # late: kept what it filled in
-                    ages.arrived(i, t, [slot for slot in computed[i] if ages.stamps[i, slot] < 0])
+                    ages.arrived(i, t, ages.missing(i))
         answered = set(collector.outputs) | set(collector.failed)
         late = [i for i in owner.values() if i not in answered] if timed_out else []
         messages = np.concatenate([collector.outputs[i] for i in alive]) if alive else np.zeros((0, run.dim))

@@ -581,19 +581,27 @@ def message_problem(message: np.ndarray, dim: int) -> str | None:
     return _usable(message[None])[1]
 
 
+def computed_slots(missing, t: int, slots: int) -> list[int]:
+    """The slots a PGC worker computes at step ``t``: each it holds no gradient for
+    (``missing``), and ``t mod slots`` (round-robin)."""
+    return sorted({*missing, t % slots})
+
+
 class Ages:
-    """The master's record of when each worker's stored PGC gradients were computed: the
-    slots a worker computes at step ``t`` (those it holds none for, and slot ``t mod (s + 1)``)
-    and the step of each (``-1``: none yet). A worker's gradients are kept only when its
-    message arrived in time (:meth:`arrived`)."""
+    """The master's record of when each worker's stored PGC gradients were computed (the step
+    of each slot, ``-1``: none yet), and so the slots a worker computes at step ``t``
+    (:func:`computed_slots`). A worker's fresh gradients are kept only when its message
+    arrived in time, its fill-ins however late (:meth:`arrived` records what was kept)."""
 
     def __init__(self, n: int, slots: int):
         self.stamps = np.full((n, slots), -1, dtype=np.int64)
 
+    def missing(self, worker: int) -> list[int]:
+        """The slots ``worker`` holds no gradient for."""
+        return np.flatnonzero(self.stamps[worker] < 0).tolist()
+
     def computed(self, worker: int, t: int) -> list[int]:
-        slots = self.stamps.shape[1]
-        missing = set(np.flatnonzero(self.stamps[worker] < 0).tolist())
-        return sorted(missing | {t % slots})
+        return computed_slots(self.missing(worker), t, self.stamps.shape[1])
 
     def arrived(self, worker: int, t: int, slots: list[int]) -> None:
         self.stamps[worker, slots] = t
@@ -788,7 +796,7 @@ class _SimulatedWorkers:
         if not self.run.pipelined:
             return
         for i in range(self.run.n):
-            missing = [slot for slot in self.slots[i] if self.ages.stamps[i, slot] < 0]
+            missing = self.ages.missing(i)
             arrived = i in done and self.messages.get(i) is not None
             if not missing and not arrived:
                 continue
