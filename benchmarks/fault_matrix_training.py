@@ -42,7 +42,6 @@ import argparse
 import inspect
 import sys
 import threading
-import time
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -118,7 +117,7 @@ def has_faults_parameter() -> bool:
 
 
 def run_cell(backend, scheme, kind, count, s, steps, inject, step_timeout, cell_timeout, ray_cluster):
-    """``(outcome, seconds, detail)`` of one cell."""
+    """``(outcome, detail)`` of one cell."""
     cell = Cell()
     faulty = list(range(count))
     base = BASE  # one object: on Ray its actors serve every worker-fault cell
@@ -150,22 +149,20 @@ def run_cell(backend, scheme, kind, count, s, steps, inject, step_timeout, cell_
         except BaseException as err:  # the cell's outcome, whatever it is
             outcome["error"] = err
 
-    start = time.perf_counter()
     worker = threading.Thread(target=target, daemon=True)
     worker.start()
     worker.join(cell_timeout)
-    seconds = time.perf_counter() - start
     cell.over.set()  # hung gradients end, and a run left behind fails at its next gradient
     if worker.is_alive():
-        return "hang", seconds, f"not done after {cell_timeout:g} s"
+        return "hang", f"not done after {cell_timeout:g} s"
     if "error" in outcome:
         err = outcome["error"]
         if isinstance(err, TooManyStragglersError) or (
             isinstance(err, RuntimeError) and str(err).startswith("step ")
         ):
-            return "clear-error", seconds, f"{type(err).__name__}: {err}"[:160]
-        return "crash", seconds, f"{type(err).__name__}: {err}"[:160]
-    return classify(outcome["history"], backend, scheme, count, s, steps, inject), seconds, ""
+            return "clear-error", f"{type(err).__name__}: {err}"[:160]
+        return "crash", f"{type(err).__name__}: {err}"[:160]
+    return classify(outcome["history"], backend, scheme, count, s, steps, inject), ""
 
 
 def affected(backend, scheme, count, s, inject) -> int:
@@ -241,7 +238,7 @@ def main(argv=None) -> int:
                 for count in counts:
                     row = f"{backend:<10} {kind:<6} {count:<7}"
                     for scheme in schemes:
-                        outcome, _seconds, detail = run_cell(
+                        outcome, detail = run_cell(
                             backend, scheme, kind, count, args.s, args.steps, args.inject,
                             args.step_timeout, args.cell_timeout, ray_cluster,
                         )

@@ -48,11 +48,7 @@ def test_an_actor_that_dies_mid_run_is_a_straggler_and_is_replaced(ray_cluster, 
     assert replaced == [f"{scheme}: 1 worker actors died and were replaced during the run"], replaced
     assert len(history) == 9 and all(np.isfinite(step.loss) for step in history)
     assert not any(step.degraded for step in history + again)
-    if scheme == "gc-cr":  # one missing worker of s = 2: still exact
-        reference = simulate("dgd", least_squares(6), 2, 8, lr=0.05)
-        np.testing.assert_allclose([s.loss for s in history], [s.loss for s in reference], rtol=1e-9)
-    else:
-        assert history[-1].loss < 0.5 * history[0].loss
+    assert history[-1].loss < 0.5 * history[0].loss
     for step in again[1:]:  # the replacement answers: no worker is dead or starting any more
         assert not any("died" in why or "not ready" in why for why in step.failed.values()), step.failed
 

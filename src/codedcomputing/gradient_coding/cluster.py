@@ -78,7 +78,6 @@ __all__ = [
     "MAX_CACHED_PROBLEMS",
     "MIN_STEP_TIMEOUT_S",
     "STEP_TIMEOUT_FACTOR",
-    "WorkerBusy",
     "train",
 ]
 
@@ -88,6 +87,9 @@ MIN_STEP_TIMEOUT_S = 10.0  # heavy-tailed delays must not turn an exact scheme's
 HANG_LIMIT_S = 600.0  # an injected hang ends by then even if its step is never closed
 SETUP_TIMEOUT_S = 120.0  # Ray: starting and resetting the actors before the clock starts
 MAX_CACHED_PROBLEMS = 2  # Ray: the problems whose actors a cluster keeps for later runs
+# Ray: an actor keeps the (set) close events of its last steps, so that a call of a recent step
+# that starts after its close returns at once; older ones are dropped, lest they pile up.
+CLOSED_STEPS_KEPT = 8
 
 
 class WorkerBusy(WorkerFailure):
@@ -122,8 +124,8 @@ class WorkerState:
         theta: np.ndarray,
         t: int,
         *,
+        closed: threading.Event,
         fault: str | None = None,
-        closed: threading.Event | None = None,
         seed: int = 0,
     ) -> np.ndarray:
         """This step's message. GC, IS and DGD: the coefficient-weighted sum of fresh
@@ -134,13 +136,13 @@ class WorkerState:
 
         Raises :class:`WorkerBusy` at once while an earlier step is still being computed,
         and :class:`~.training.WorkerFailure` for a gradient that is not a finite vector of
-        the parameters' shape. ``fault``: an injected fault
-        (:data:`~.training.FAULT_KINDS`); ``"hang"`` waits for ``closed`` (the step's end),
-        then returns None."""
+        the parameters' shape. ``closed`` is set when the step ends. ``fault``: an injected
+        fault (:data:`~.training.FAULT_KINDS`); ``"hang"`` waits for ``closed``, then returns
+        None."""
         if fault == "raise":
             raise InjectedFault("injected fault: worker raised")
         if fault == "hang":  # no result: None once the step is over (nothing left to raise to)
-            (closed if closed is not None else threading.Event()).wait(HANG_LIMIT_S)
+            closed.wait(HANG_LIMIT_S)
             return None
         with self.lock:
             if self.computing is not None:
@@ -371,7 +373,7 @@ def _worker_actor():
                 state.settle(t, arrived)
                 closed.set()
                 with self.lock:
-                    for step in [k for k in self.events if k < t - 8]:
+                    for step in [k for k in self.events if k < t - CLOSED_STEPS_KEPT]:
                         self.events.pop(step).set()
 
         _actor_class = GradientWorker
