@@ -6,12 +6,13 @@ for ``c`` in ``1 .. s + 1``. Each cell runs on a helper thread under a time limi
 (``--cell-timeout``), so that a hang is recorded as the cell's outcome and the matrix goes
 on. Outcome classes:
 
-- ``exact``: the losses equal fault-free DGD's (exact schemes: DGD, GC-FR, GC-CR);
+- ``exact``: the losses equal fault-free DGD's (``MATCHES_DGD``: DGD, GC-FR, GC-CR; PGC-FR,
+  exact too, decodes sums up to ``s`` steps stale, so it is judged as approximate here);
 - ``approx``: an approximate scheme (or PGC-FR, stale by design) trained on at least
   what it waits for (``n - s`` messages, one per FR group), all losses finite;
 - ``approx-flagged``: it trained on fewer, and every such step says so (``Step.degraded``);
 - ``clear-error``: it raised ``TooManyStragglersError`` (or a ``RuntimeError`` naming the step);
-- ``silent-wrong``: it finished, but an exact scheme's losses differ from DGD's, a loss is
+- ``silent-wrong``: it finished, but a ``MATCHES_DGD`` scheme's losses differ from DGD's, a loss is
   NaN, or it trained on fewer messages than it waits for without saying so;
 - ``hang``: not finished within the cell's time limit; ``crash``: any other exception.
 
@@ -39,6 +40,7 @@ names the copy of the library that ran.
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import sys
 import threading
@@ -57,7 +59,7 @@ from training_problems import least_squares  # lives in tests/, put on the path 
 
 N = 6
 KINDS = ("raise", "nan", "shape", "hang")
-EXACT = ("dgd", "gc-fr", "gc-cr")
+MATCHES_DGD = ("dgd", "gc-fr", "gc-cr")  # a cell of these is right when its losses are DGD's
 HANG_S = 120.0  # a problem-injected hang's longest wait (it ends when its cell does)
 BASE = least_squares(N)
 
@@ -178,14 +180,19 @@ def affected(backend, scheme, count, s, inject) -> int:
     return sum(1 for i in range(N) if faulty & {(i + k) % N for k in range(s + 1)})
 
 
+@functools.cache
+def dgd_losses(s: int, steps: int) -> list[float]:
+    """Fault-free DGD's losses: what the cells of :data:`MATCHES_DGD` must give."""
+    return [step.loss for step in simulate("dgd", least_squares(N), s, steps, lr=0.05)]
+
+
 def classify(history, backend, scheme, count, s, steps, inject) -> str:
     losses = np.array([step.loss for step in history])
     if not np.all(np.isfinite(losses)):
         return "silent-wrong"
     spoiled = affected(backend, scheme, count, s, inject)
-    if scheme in EXACT:
-        reference = simulate("dgd", least_squares(N), s, steps, lr=0.05)
-        same = np.allclose(losses, [step.loss for step in reference], rtol=1e-9, atol=0)
+    if scheme in MATCHES_DGD:
+        same = np.allclose(losses, dgd_losses(s, steps), rtol=1e-9, atol=0)
         return "exact" if same else "silent-wrong"
     flagged = [getattr(step, "degraded", False) for step in history[1:]]
     if scheme == "pgc-fr":
