@@ -43,9 +43,11 @@ from training_problems import Late, least_squares
 N, STEPS, LR = 6, 3, 0.05
 CELL_LIMIT_S = 30.0
 # A healthy step takes milliseconds; a step with a hung worker it needs waits its deadline. Only
-# hang cells wait, so only they get a short one (the others' guards a loaded machine's stalls).
-THREAD_DEADLINE_S = {"hang": 0.3}
-THREAD_DEADLINE_DEFAULT_S = 5.0
+# the hang cells that need a hung worker (more of them than s, or DGD, which waits for all) wait,
+# so only they get a short one; the others' guards a loaded machine's stalls, which must not end
+# a step that has all it needs on the way.
+WAITING_DEADLINE_S = 0.3
+THREAD_DEADLINE_S = 5.0
 RAY_DEADLINE_S = 2.0
 SETTINGS = [(1, kind, c) for kind in ("raise", "nan", "shape", "hang") for c in (1, 2)] + [
     (2, kind, c) for kind in ("raise", "hang") for c in (2, 3)
@@ -163,6 +165,11 @@ def threads():
         yield cluster
 
 
+def thread_deadline_s(scheme, s, kind, c) -> float:
+    """A thread cell's step deadline: short where the cell waits for a hung worker."""
+    return WAITING_DEADLINE_S if kind == "hang" and (c > s or scheme == "dgd") else THREAD_DEADLINE_S
+
+
 @pytest.mark.parametrize(("scheme", "s", "kind", "c"), CELLS)
 def test_fault_matrix_threads(threads, scheme, s, kind, c):
     faults = dict.fromkeys(range(c), kind)
@@ -176,7 +183,7 @@ def test_fault_matrix_threads(threads, scheme, s, kind, c):
             threads,
             lr=LR,
             faults=faults,
-            step_timeout_s=THREAD_DEADLINE_S.get(kind, THREAD_DEADLINE_DEFAULT_S),
+            step_timeout_s=thread_deadline_s(scheme, s, kind, c),
         )
 
     history, error, caught = bounded(run)
