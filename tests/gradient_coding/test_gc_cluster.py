@@ -238,3 +238,14 @@ def test_fault_and_deadline_arguments_name_the_parameter(cluster):
             train_on_cluster("gc-cr", problem, 1, 2, cluster, step_timeout_s=timeout)
     with pytest.raises(ValueError, match="code_seed"):
         train_on_cluster("gc-cr", problem, 1, 2, cluster, code_seed=-1)
+
+
+def test_the_cluster_s_own_faults_apply_shape_included(cluster):
+    """A cluster's own fault model applies around each worker's task; its "shape" kind (a
+    message one entry short) makes a straggler as the trainers' own does."""
+    problem = least_squares(6)
+    with cc.ThreadCluster(8, faults=cc.faults.Fixed({2: "shape"}), seed=0) as threads:
+        with pytest.raises(TooManyStragglersError, match=r"step 1: dgd.*worker 2: returned shape \(1, 4\)"):
+            train_on_cluster("dgd", problem, 1, 2, threads, lr=0.05)
+        history = train_on_cluster("is-sgd", problem, 1, 3, threads, lr=0.05)
+    assert all(sorted(step.used) == [0, 1, 3, 4, 5] for step in history[1:])

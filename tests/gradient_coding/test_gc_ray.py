@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import codedcomputing as cc
-from codedcomputing.gradient_coding import simulate, train_on_cluster
+from codedcomputing.gradient_coding import TooManyStragglersError, simulate, train_on_cluster
 from codedcomputing.gradient_coding.cluster import MAX_CACHED_PROBLEMS
-from training_problems import DiesOnce, least_squares
+from training_problems import DiesOnce, Late, least_squares
 
 pytestmark = pytest.mark.slow
 
@@ -82,3 +82,20 @@ def test_the_cluster_keeps_actors_for_the_last_problems_only(ray_cluster):
     for actor in first:  # killed, not merely forgotten
         with pytest.raises(ray.exceptions.RayActorError):
             ray.get(actor.reset.remote(0, 0, [0], [1.0], False), timeout=60)
+
+
+def test_a_ray_cluster_s_own_delays_apply(ray_cluster):
+    """A RayCluster's delays were ignored by the trainer (its faults were not): now they hold
+    each answer back at the master, as on threads."""
+    problem = least_squares(6)
+    late = cc.RayCluster(delays=Late([5]), seed=0)  # joins the fixture's Ray: worker 5 is 1,000 s late
+    try:
+        history = train_on_cluster("is-sgd", problem, 1, 3, late, lr=0.05)
+        waited = r"no result within the step deadline of 2 s .* from workers \[5\]"
+        with pytest.raises(TooManyStragglersError, match=waited):
+            train_on_cluster("dgd", problem, 1, 1, late, lr=0.05, step_timeout_s=2.0)
+    finally:
+        for pool in getattr(late, "_gradient_workers", {}).values():  # close leaves a joined Ray running
+            pool.kill()
+        late.close()
+    assert all(sorted(step.used) == [0, 1, 2, 3, 4] for step in history[1:])

@@ -34,7 +34,8 @@ a worker that is only late is free again for the next step, as on the simulated 
 Time is real: each worker computes its partitions (``s + 1`` for GC, one for PGC) and then
 sleeps its delay for the step, drawn from ``delays`` (any :mod:`codedcomputing.runtime.delays`
 model, seeded), so the delay adds to the real compute as on the simulated clock (a
-cluster's own ``delays`` would instead set each result's earliest arrival). Meant for a
+cluster's own ``delays``, on threads and Ray alike, instead hold each result back at the
+master: they set its earliest arrival, and the worker is free meanwhile). Meant for a
 :class:`~codedcomputing.ThreadCluster` with a thread per worker and some to spare; a
 :class:`~codedcomputing.SimulatedCluster` would charge every task the same ``compute_s``
 whatever its load, so use :func:`~codedcomputing.gradient_coding.simulate` for the virtual
