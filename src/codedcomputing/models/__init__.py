@@ -8,7 +8,8 @@ Weights are cached as ``state_dict`` files loaded with ``weights_only=True`` (no
 code runs on load) in ``$CODEDCOMPUTING_CACHE``, else ``$XDG_CACHE_HOME/codedcomputing``,
 else ``~/.cache/codedcomputing``, one file per model and recipe (:func:`weights_path`).
 This module is the registry and the cache; the recipe and the training loop are in
-:mod:`.training`.
+:mod:`.training`; learned parity models for the registry's models (ParM) are in
+:mod:`.parity`, cached and checked the same way.
 """
 
 from __future__ import annotations
@@ -151,24 +152,39 @@ class _DamagedEntry(Exception):
 
 def _cached(name: str, recipe: TrainingRecipe, build, weights: Path, meta: Path):
     """The cached model, or :class:`_DamagedEntry` saying which file failed which check."""
-    import torch
+    expected = {"model": name, "recipe": asdict(recipe), "image_size": datasets.IMAGE_SIZES[recipe.dataset]}
+    info = _checked_sidecar(meta, expected, ("test_accuracy",))
+    accuracy = info["test_accuracy"]
+    if isinstance(accuracy, bool) or not isinstance(accuracy, (int, float)) or not 0.0 <= accuracy <= 1.0:
+        raise _DamagedEntry(meta, f"the sidecar's test_accuracy must be a number in [0, 1], got {accuracy!r}")
+    model = _checked_weights(build(info["image_size"]), weights, name)
+    model.test_accuracy = float(accuracy)
+    return model
 
+
+def _checked_sidecar(meta: Path, expected: dict, other_keys) -> dict:
+    """The JSON sidecar ``meta``, holding exactly the keys of ``expected`` (with those values)
+    and ``other_keys`` (checked by the caller), or :class:`_DamagedEntry`."""
     try:
         info = json.loads(meta.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise _DamagedEntry(meta, f"unreadable sidecar ({type(err).__name__}: {err})") from None
-    expected = {"model": name, "recipe": asdict(recipe), "image_size": datasets.IMAGE_SIZES[recipe.dataset]}
-    keys = sorted({*expected, "test_accuracy"})
+    keys = sorted({*expected, *other_keys})
     if not isinstance(info, dict) or sorted(info) != keys:
         got = sorted(info) if isinstance(info, dict) else type(info).__name__
         raise _DamagedEntry(meta, f"the sidecar must hold the keys {keys}, got {got}")
     for key, value in expected.items():
         if info[key] != value:
             raise _DamagedEntry(meta, f"the sidecar's {key} is {info[key]!r}, expected {value!r}")
-    accuracy = info["test_accuracy"]
-    if isinstance(accuracy, bool) or not isinstance(accuracy, (int, float)) or not 0.0 <= accuracy <= 1.0:
-        raise _DamagedEntry(meta, f"the sidecar's test_accuracy must be a number in [0, 1], got {accuracy!r}")
-    model = build(info["image_size"])
+    return info
+
+
+def _checked_weights(model, weights: Path, name: str):
+    """``model`` (in eval mode) with the state dict in ``weights`` loaded, once it is checked to
+    be exactly the model's tensors, all finite (``weights_only=True``: no pickled code runs);
+    else :class:`_DamagedEntry`."""
+    import torch
+
     try:
         state = torch.load(weights, weights_only=True)
     except Exception as err:  # truncated, empty, random bytes, pickled code: all refused
@@ -184,7 +200,6 @@ def _cached(name: str, recipe: TrainingRecipe, build, weights: Path, meta: Path)
             raise _DamagedEntry(weights, f"{key} holds NaN or inf")
     model.load_state_dict(state)
     model.eval()
-    model.test_accuracy = float(accuracy)
     return model
 
 
