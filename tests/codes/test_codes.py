@@ -616,7 +616,7 @@ def test_lcc_below_threshold_raises_or_degrades():
         with pytest.warns(RuntimeWarning, match="recovery_threshold"):
             details = best_effort.decode_details(Y[list(s)], s)
         est = details.estimates
-        assert details.info["exact"] is False
+        assert details.info["exact"].shape == (3,) and not details.info["exact"].any()
         assert est.shape == truth.shape
         assert np.all(np.isfinite(est))
         if not systematic <= set(s):
@@ -625,7 +625,7 @@ def test_lcc_below_threshold_raises_or_degrades():
             assert err_below > 1e-4
             assert err_below > 1e6 * max(at_threshold, 1e-16)
     assert checked == 35 - 4
-    assert best_effort.decode_details(Y[:5], range(5)).info["exact"] is True
+    assert best_effort.decode_details(Y[:5], range(5)).info["exact"].tolist() == [True] * 3
     with pytest.raises(cc.InsufficientResultsError):
         best_effort.decode(np.zeros((0, 5)), [])
 

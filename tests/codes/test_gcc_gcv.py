@@ -92,7 +92,8 @@ def test_the_default_decoder_is_gap_aware_and_the_others_stay_available():
     details = default.decode_details(Y, alive)
     assert default.adaptive and adaptive.adaptive and not spline.adaptive
     assert not cc.GCC(10, 50, lambda_dec=1e-4).adaptive
-    assert set(details.info) == {"lambda_dec", "theta", "gaps"} and 0.0 <= details.info["theta"] <= 1.0
+    assert set(details.info) == {"lambda_dec", "theta", "gaps", "exact"}
+    assert 0.0 <= details.info["theta"] <= 1.0
     np.testing.assert_array_equal(details.estimates, gap_aware.decode(Y, alive))
     # the points no gap re-estimates keep the adaptive blend
     touched = np.concatenate([g.points for g in default.decoder(alive).groups] or [np.zeros(0, int)])
@@ -160,6 +161,5 @@ def test_adaptive_decoding_refuses_smoothing_and_unknown_decodings_are_named():
         cc.GCC(10, 50, lambda_dec=1e-3, decoding="gap-aware")
     with pytest.raises(ValueError, match="decoding"):
         cc.GCC(10, 50, decoding="berrut")
-    assert cc.GCC(10, 50, lambda_dec=1e-3).decode_details(np.ones((50, 1)), range(50)).info == {
-        "lambda_dec": 1e-3
-    }
+    info = cc.GCC(10, 50, lambda_dec=1e-3).decode_details(np.ones((50, 1)), range(50)).info
+    assert set(info) == {"lambda_dec", "exact"} and info["lambda_dec"] == 1e-3 and not info["exact"].any()

@@ -61,10 +61,14 @@ class Decoded:
       device (what :meth:`Code.decode` returns);
     - ``alive``: the workers whose results were used, sorted;
     - ``erased``: the workers whose results held NaN or inf and were dropped, sorted;
-    - ``info``: what this call chose, read-only; by code: GCC ``{"lambda_dec": ...}`` (with
-      ``lambda_dec="gcv"``, the lambda GCV picked for these results), LCC ``{"exact": ...}``
-      (False below the recovery threshold), uncoded and replication ``{"missing": [...]}``
-      (the inputs filled in).
+    - ``info``: what this call chose, read-only. Every code's holds ``"exact"``, a read-only
+      bool array of shape ``(K,)``: True where ``estimates[k]`` is a worker's own result of
+      ``f(x_k)``, bit for bit (a systematic worker of :attr:`Code.systematic_workers` that
+      returned: uncoded, replication, systematic GCC and BACC), or where the decode is exact
+      (LCC at or above its recovery threshold: all True; below it all False); all False for
+      an approximate decode. By code, besides: GCC ``{"lambda_dec": ...}`` (with
+      ``lambda_dec="gcv"``, the lambda GCV picked for these results), uncoded and replication
+      ``{"missing": [...]}`` (the inputs filled in).
 
     A new object per call, so two threads decoding with one code never share one.
     """
@@ -98,6 +102,16 @@ class Code(ABC):
         The fewest usable results :meth:`decode` accepts.
     linear : bool
         Whether decoding is linear in ``Y`` for a fixed alive set (GCC with GCV is not).
+    systematic_inputs : ndarray of int, shape (N,)
+        The input whose raw ``x_k`` worker n computes (its result *is* ``f(x_k)``), or -1
+        for a coded (parity) worker. All -1 for non-systematic codes; uncoded and
+        replication: worker n computes input ``n mod K``; ``GCC(..., systematic=True)`` and
+        ``BACC(..., systematic=True)``: the workers at the inputs' points.
+    systematic_workers : ndarray of int, shape (K,)
+        The first worker that computes input k raw, or -1 where none does. A decode returns
+        that worker's result as input k's estimate, bit for bit, whenever it is in
+        ``alive`` (with several, e.g. replication: the first of them in ``alive``'s order),
+        and ``decode_details(Y, alive).info["exact"][k]`` is then True.
 
     Notes
     -----
@@ -131,6 +145,9 @@ class Code(ABC):
         alpha, beta = self._resolve_points(points, alpha, beta)
         self._alpha = read_only(np.array(alpha, dtype=np.float64))
         self._beta = read_only(np.array(beta, dtype=np.float64))
+        inputs = np.array(self._systematic_assignment(), dtype=np.intp)
+        self._systematic_inputs = read_only(inputs)
+        self._systematic_workers = read_only(first_workers(inputs, self.num_inputs))
         self.clear_cache()
 
     @property
@@ -144,6 +161,18 @@ class Code(ABC):
     @property
     def min_results(self) -> int:
         return 1
+
+    @property
+    def systematic_inputs(self) -> np.ndarray:
+        """``(N,)`` ints: the input whose raw ``x_k`` worker n computes, or -1 (a parity
+        worker). Read-only."""
+        return self._systematic_inputs
+
+    @property
+    def systematic_workers(self) -> np.ndarray:
+        """``(K,)`` ints: the first worker that computes input k raw, or -1 where none does
+        (derived from :attr:`systematic_inputs`). Read-only."""
+        return self._systematic_workers
 
     #: True for codes whose layout (points, order) depends on the batch: see :meth:`bind`.
     batch_adaptive: ClassVar[bool] = False
@@ -271,7 +300,13 @@ class Code(ABC):
         Y, alive, erased = self._usable_results(Y, alive)
         self._require(alive, self.min_results)
         estimates, info = self._decode(Y, alive)
-        return Decoded(estimates, np.sort(alive), np.sort(erased), MappingProxyType(dict(info)))
+        info = dict(info)
+        exact = np.zeros(self.num_inputs, dtype=bool)
+        if "exact" in info:  # the decoder's own word (LCC)
+            exact |= np.asarray(info["exact"], dtype=bool)
+        estimates, returned = self._keep_systematic(estimates, Y, alive)
+        info["exact"] = read_only(exact | returned)
+        return Decoded(estimates, np.sort(alive), np.sort(erased), MappingProxyType(info))
 
     def promised_case(self, rng: np.random.Generator):
         """One instance of this code's promise, for :func:`codedcomputing.testing.check_code`:
@@ -290,6 +325,29 @@ class Code(ABC):
         return f"{type(self).__name__}({', '.join(shown)})"
 
     # -- shared by subclasses -------------------------------------------------------
+
+    def _systematic_assignment(self) -> np.ndarray:
+        """``(N,)``: the input each worker computes raw, -1 for a parity worker (called once,
+        after the points are resolved; systematic codes override it)."""
+        return np.full(self.num_workers, -1, dtype=np.intp)
+
+    def _keep_systematic(self, estimates, Y, alive: np.ndarray):
+        """``(estimates, returned)``: the estimates with every input whose systematic worker
+        is in ``alive`` replaced by that worker's row of ``Y`` (the first such row), and the
+        ``(K,)`` mask of those inputs."""
+        returned = np.zeros(self.num_inputs, dtype=bool)
+        inputs = self._systematic_inputs[alive]  # per row of Y
+        rows = np.flatnonzero(inputs >= 0)
+        if rows.size == 0:
+            return estimates, returned
+        covered, first = np.unique(inputs[rows], return_index=True)  # first in alive order
+        if not _arraylib.is_torch(estimates) and (
+            not estimates.flags.writeable or np.may_share_memory(estimates, Y)
+        ):
+            estimates = estimates.copy()
+        estimates = _arraylib.set_rows(estimates, covered, _arraylib.take_rows(Y, rows[first]))
+        returned[covered] = True
+        return estimates, returned
 
     def _resolve_points(self, points, alpha, beta) -> tuple[np.ndarray, np.ndarray]:
         """``(alpha, beta)``: the named family's points, or the explicit arrays given."""
@@ -342,6 +400,15 @@ class Code(ABC):
     def _decode(self, Y, alive: np.ndarray) -> tuple[object, dict]:
         """``(estimates, info)`` from checked, finite results ``Y`` of workers ``alive`` (in
         the order given), at least :attr:`min_results` of them."""
+
+
+def first_workers(inputs: np.ndarray, num_inputs: int) -> np.ndarray:
+    """``(K,)``: for each input the first worker n with ``inputs[n] == k``, else -1."""
+    workers = np.full(num_inputs, -1, dtype=np.intp)
+    systematic = np.flatnonzero(inputs >= 0)
+    covered, first = np.unique(inputs[systematic], return_index=True)
+    workers[covered] = systematic[first]
+    return workers
 
 
 def _same(value, default) -> bool:

@@ -37,6 +37,10 @@ class _Assignment(Code):
         alpha = make_points("chebyshev", self.num_inputs, kind="data")
         return alpha, alpha[self.assignment]
 
+    def _systematic_assignment(self) -> np.ndarray:
+        """Every worker computes its input raw: worker n, input ``n mod K``."""
+        return self.assignment
+
     def missing_inputs(self, alive) -> list[int]:
         """The inputs none of whose workers is in ``alive``."""
         alive = _arraylib.check_alive(alive, self.num_workers)

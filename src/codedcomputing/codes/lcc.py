@@ -48,7 +48,8 @@ class LCC(Code):
     more results. Below the threshold ``decode`` raises
     :class:`~codedcomputing.errors.InsufficientResultsError`, unless the code was built with
     ``best_effort=True``: then it returns the interpolant through the results that did arrive
-    (LCC's breakdown, for plots), warns, and reports ``info["exact"] = False``.
+    (LCC's breakdown, for plots), warns, and reports ``info["exact"]`` all False (all True at
+    or above the threshold).
 
     Parameters
     ----------
@@ -142,4 +143,4 @@ class LCC(Code):
             matrix = least_squares_matrix(nodes, self.alpha, self.recovery_threshold - 1)
         else:
             matrix = lagrange_matrix(nodes, self.alpha)
-        return _arraylib.apply_matrix(matrix, Y), {"exact": exact}
+        return _arraylib.apply_matrix(matrix, Y), {"exact": np.full(self.num_inputs, exact)}
