@@ -100,7 +100,7 @@ def _checked(base, k, recipe, base_recipe) -> tuple[int, ParityRecipe, TrainingR
 
 def encode(queries, encoder: str = "addition"):
     """The parity query of each group: ``queries`` ``(..., k, C, H, W)`` (numpy or torch) ->
-    ``(..., C, H, W)`` of the same kind.
+    ``(..., C, H, W)`` of the same kind (float32 for integer images).
 
     ``"addition"``: ``P = x_1 + ... + x_k``. ``"concatenation"``: the ``k`` images tiled in
     a grid of ``r = floor(sqrt(k))`` rows and ``ceil(k / r)`` columns, each shrunk to its cell
@@ -111,7 +111,9 @@ def encode(queries, encoder: str = "addition"):
 
     check_choice(encoder, "encoder", ENCODERS)
     is_numpy = not isinstance(queries, torch.Tensor)
-    x = torch.as_tensor(np.asarray(queries, dtype=np.float32)) if is_numpy else queries
+    x = torch.as_tensor(np.asarray(queries)) if is_numpy else queries
+    if not x.is_floating_point():
+        x = x.float()
     if x.ndim < 4 or x.shape[-4] < 1:
         raise ValueError(f"queries must have shape (..., k, C, H, W), got {tuple(x.shape)}")
     if encoder == "addition":
