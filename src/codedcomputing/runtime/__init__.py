@@ -6,11 +6,12 @@ Layering: the runtime knows the :class:`~codedcomputing.codes.Code` interface (`
 
 from . import delays, faults
 from .clusters import Call, Cluster, SimulatedCluster, ThreadCluster
-from .executor import CodedExecutor, Report, Result
+from .executor import Answers, CodedExecutor, Report, Result
 from .ray_cluster import RayCluster
 from .record import Gathered, WorkerRecord
 
 __all__ = [
+    "Answers",
     "Call",
     "Cluster",
     "CodedExecutor",

@@ -39,12 +39,24 @@ class Collector:
     workers count towards ``enough``: one mis-shaped worker arriving first cannot set the
     shape the others are judged by. When the call ends, the other groups' workers are
     failures.
+
+    ``on_usable(worker, latency, output)``, if given, is called the moment a usable result is
+    recorded (on the collecting thread, at its arrival time). An answer given on arrival
+    cannot wait for a majority, so then the first usable result's shape becomes the declared
+    one when none was declared.
     """
 
-    def __init__(self, num_workers: int, enough: Callable[[list[int]], bool], output_shape=None):
+    def __init__(
+        self,
+        num_workers: int,
+        enough: Callable[[list[int]], bool],
+        output_shape=None,
+        on_usable: Callable[[int, float, object], None] | None = None,
+    ):
         self.num_workers = num_workers
         self.enough = enough
         self.declared = None if output_shape is None else (1, *output_shape)
+        self.on_usable = on_usable
         self.groups: dict[tuple, list[int]] = {}
         self.leader: tuple | None = None
         self.outputs: dict[int, object] = {}
@@ -79,6 +91,10 @@ class Collector:
         self.outputs[worker] = output
         if self.leader is None or len(group) > len(self.groups[self.leader]):
             self.leader = shape
+        if self.on_usable is not None:
+            if self.declared is None:
+                self.declared = shape
+            self.on_usable(worker, latency, output)
 
     @property
     def done(self) -> bool:
@@ -201,5 +217,3 @@ def wait_real_time(collector: Collector, delays, start: float, deadline_s: float
         for n, finished_at, payload in finished:
             arrivals.push(finished_at + delays[n], n, payload)
     return False
-
-

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -11,14 +12,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _arraylib
+from .._validation import check_number
 from ..codes import Code, Decoded
 from ..errors import InsufficientResultsError, MissingResultsError
-from .clusters import Cluster, check_deadline
-from .collect import check_output_shape
+from .clusters import Call, Cluster, SimulatedCluster, check_deadline
+from .collect import Collector, check_output_shape
 from .faults import Adversarial
 from .record import Gathered, PerWorker, WorkerRecord
 
-__all__ = ["CodedExecutor", "Report", "Result"]
+__all__ = ["Answers", "CodedExecutor", "Report", "Result"]
 
 
 @dataclass(eq=False)
@@ -36,7 +39,8 @@ class Report(PerWorker):
       ``encode_s + wait_s + decode_s``).
     - ``timed_out``: the deadline ended the wait before ``wait_for`` results were in.
     - ``decoded``: the code's :class:`~codedcomputing.codes.Decoded` (its ``info``: what
-      the decode chose, such as the lambda GCV picked); None when decoding failed.
+      the decode chose, such as the lambda GCV picked); None when decoding failed, or (in
+      :meth:`CodedExecutor.run_queries`) when every input was answered by its own worker.
     """
 
     workers: WorkerRecord
@@ -63,6 +67,47 @@ class Result:
     estimates: object
     alive: np.ndarray
     report: Report
+
+
+@dataclass(eq=False)
+class Answers:
+    """What :meth:`CodedExecutor.run_queries` got: one answer per input (query).
+
+    - ``estimates``: ``(K, ...)`` estimates of ``f(x_k)`` in the results' kind (numpy, or torch
+      on the inputs' device); rows of unanswered inputs are NaN. None if no usable result
+      arrived at all (nothing tells the output's shape).
+    - ``answered``: ``(K,)`` bool, True where input k got an estimate (its own worker's
+      result, or the decode).
+    - ``exact``: ``(K,)`` bool, True where the estimate is a worker's own result of
+      ``f(x_k)``, bit for bit, or comes from an exact decode (LCC at its threshold).
+    - ``answered_s``: ``(K,)`` seconds from dispatch to each answer: the arrival of the
+      answering worker's result, or the end of the decode (on a
+      :class:`~codedcomputing.runtime.SimulatedCluster`, the virtual time the decode
+      started: the master's decode takes no virtual time; its real seconds are
+      ``report.decode_s``); NaN where unanswered.
+    - ``answered_by``: ``(K,)`` the worker whose own result answered input k, -1 where the
+      decode answered it (or nothing did).
+    - ``report``: the run's :class:`Report` (``report.decoded`` None when no decode ran or
+      it failed).
+    - ``error``: None, or the decode's failure
+      (:class:`~codedcomputing.errors.InsufficientResultsError`, or
+      :class:`~codedcomputing.errors.MissingResultsError` for uncoded and replication), with
+      ``.report`` and ``.results`` attached as :meth:`CodedExecutor.run` raises it; the
+      inputs answered by their own workers keep their answers.
+    """
+
+    estimates: object
+    answered: np.ndarray
+    exact: np.ndarray
+    answered_s: np.ndarray
+    answered_by: np.ndarray
+    report: Report
+    error: Exception | None = None
+
+    @property
+    def decoded(self) -> np.ndarray:
+        """``(K,)`` bool: the inputs the decode answered (no own result of theirs arrived)."""
+        return self.answered & (self.answered_by < 0)
 
 
 def _report(gathered: Gathered, encode_s: float, decode_s: float, decoded: Decoded | None = None) -> Report:
@@ -151,6 +196,156 @@ class CodedExecutor:
         report = _report(gathered, encode_s, time.perf_counter() - start, decoded)
         return Result(estimates=decoded.estimates, alive=decoded.alive, report=report)
 
+    def run_queries(
+        self, X, tau: float | None = None, *, wait_for: int | None = None, on_answer: Callable | None = None
+    ) -> Answers:
+        """Answers per input: each as soon as its own result arrives, the rest decoded.
+
+        Input ``k`` is answered the moment a worker ``w`` with ``code.systematic_inputs[w] ==
+        k`` returns a usable result (uncoded, each replication copy, systematic GCC and BACC,
+        :class:`~codedcomputing.ManifoldGCC`'s bound code): the estimate is that result, bit
+        for bit. The inputs still unanswered are decoded, from every usable result arrived
+        by then, at the first of:
+
+        - every input answered by its own worker (no decode runs);
+        - ``wait_for`` usable results in (``None``: the code is complete,
+          :meth:`Code.complete`, as in :meth:`run`);
+        - ``tau`` seconds after dispatch (``None``: no deadline);
+        - nothing more can arrive.
+
+        A non-systematic code answers every input at the decode. ``on_answer(k, estimate,
+        exact, seconds)``, if given, is called once per answered input: on the thread that
+        called this, at the result's arrival for an input's own result (during the wait, not
+        after it, on threads and Ray alike; in virtual-time order on a simulated cluster),
+        and after the decode for the decoded ones, in input order. ``estimate`` is the row
+        ``f(x_k)`` without the batch axis. An exception it raises ends the call and
+        propagates.
+
+        When the decode fails (too few usable results; uncoded or replication with an input
+        missing), nothing is raised: the inputs answered by their own workers keep their
+        answers, the others are unanswered (``answered`` False, NaN rows and times), and
+        ``error`` holds the failure. Results are judged by ``output_shape`` when the executor
+        declares it, else by the first usable result's shape (an answer given on arrival
+        cannot wait for a majority shape). A cluster with
+        :class:`~codedcomputing.runtime.faults.Adversarial` faults is refused: that model
+        corrupts the gathered results after the wait, after the answers went out.
+        """
+        wait_for = self._wait_for(wait_for)
+        if tau is not None:
+            tau = check_number(tau, "tau (seconds after dispatch, or None)", low=0.0, low_open=True)
+        if on_answer is not None and not callable(on_answer):
+            raise ValueError(
+                f"on_answer must be None or a callable (k, estimate, exact, seconds), got {on_answer!r}"
+            )
+        if isinstance(self.cluster.faults, Adversarial):
+            raise ValueError(
+                "run_queries cannot use a cluster with Adversarial faults (they corrupt the "
+                "results after the wait, when answers have gone out): use run()"
+            )
+        start = time.perf_counter()
+        code = self.code.bind(X)
+        coded = code.encode(X)
+        encode_s = time.perf_counter() - start
+
+        num_inputs = code.num_inputs
+        systematic = np.asarray(code.systematic_inputs, dtype=np.int64)
+        answered_by = np.full(num_inputs, -1, dtype=np.int64)
+        answered_s = np.full(num_inputs, np.nan)
+        own_rows: dict[int, object] = {}
+
+        def arrived(worker: int, latency: float, output) -> None:
+            k = int(systematic[worker])
+            if k < 0 or answered_by[k] >= 0:  # a parity worker, or a later copy
+                return
+            answered_by[k], answered_s[k] = worker, latency
+            own_rows[k] = _arraylib.convert_like(output, coded)[0]
+            if on_answer is not None:
+                on_answer(k, own_rows[k], True, float(latency))
+
+        def enough(alive: list[int]) -> bool:
+            inputs = systematic[alive]
+            if np.unique(inputs[inputs >= 0]).size == num_inputs:
+                return True
+            return len(alive) >= wait_for if isinstance(wait_for, int) else code.complete(alive)
+
+        call = self.cluster.submit(self.f, coded)
+        collector = Collector(call.num_workers, enough, self.output_shape, on_usable=arrived)
+        gathered = self._collect(call, collector, math.inf if tau is None else tau)
+
+        missing = answered_by < 0
+        decoded, error, decode_s = None, None, 0.0
+        if missing.any():
+            decode_start = time.perf_counter()
+            try:
+                decoded = self._decode(code, gathered)
+            except (InsufficientResultsError, MissingResultsError) as err:
+                error = err
+            decode_s = time.perf_counter() - decode_start
+        report = _report(gathered, encode_s, decode_s, decoded)
+        if error is not None:
+            error.report, error.results = report, gathered.results
+
+        estimates, exact = self._answers(decoded, gathered.results, own_rows, num_inputs)
+        answered = ~missing | (decoded is not None)
+        if decoded is not None:
+            # The master sees a decoded answer when the decode ends (on a virtual clock the
+            # decode is instantaneous, so simulated latencies stay reproducible).
+            virtual = isinstance(self.cluster, SimulatedCluster)
+            decoded_s = gathered.wall_s if virtual else time.perf_counter() - call.started
+            answered_s[missing] = decoded_s
+            if on_answer is not None:
+                for k in np.flatnonzero(missing).tolist():
+                    on_answer(k, estimates[k], bool(exact[k]), float(decoded_s))
+        return Answers(estimates, answered, exact, answered_s, answered_by, report, error)
+
+    def _collect(self, call: Call, collector: Collector, deadline_s: float) -> Gathered:
+        """:meth:`Cluster.collect` with the executor's own collector (it answers on arrival)."""
+        call.collected = True
+        try:
+            wall_s, timed_out = self.cluster._collect(call, collector, deadline_s)
+        finally:
+            self.cluster._end(call)
+        return collector.gathered(call.delays, call.faults, wall_s, timed_out, like=call.inputs)
+
+    def _decode(self, code, gathered: Gathered) -> Decoded:
+        """The code's decode of ``gathered``; its error says why the workers failed."""
+        try:
+            if gathered.results is None:
+                raise InsufficientResultsError(
+                    f"{self.code.name}: no usable result arrived "
+                    f"({len(gathered.failed)} failed, {gathered.dropped.size} dropped)",
+                    needed=self.code.min_results,
+                    alive=[],
+                )
+            return code.decode_details(gathered.results, gathered.alive)
+        except (InsufficientResultsError, MissingResultsError) as err:
+            summary = gathered.workers.failure_summary()
+            if summary:  # say why the workers failed, not only that they did
+                err.args = (f"{err.args[0]}; {summary}", *err.args[1:])
+            raise
+
+    @staticmethod
+    def _answers(decoded: Decoded | None, results, own_rows: dict, num_inputs: int):
+        """``(estimates, exact)``: the decode's estimates (or NaN rows) with each input's own
+        result put in its row."""
+        exact = np.zeros(num_inputs, dtype=bool)
+        if decoded is not None:
+            estimates = decoded.estimates
+            exact |= np.broadcast_to(np.asarray(decoded.info.get("exact", False), dtype=bool), exact.shape)
+        elif results is not None:
+            estimates = _arraylib.empty_like_rows(_floating(results), num_inputs, math.nan)
+        else:
+            return None, exact
+        if own_rows:
+            index = np.array(sorted(own_rows), dtype=np.int64)
+            rows = [own_rows[k][None] for k in index.tolist()]
+            stacked = _stack_rows(rows, estimates)
+            if decoded is not None and not _arraylib.is_torch(estimates):
+                estimates = estimates.copy()  # the decode's array may be shared or read-only
+            estimates = _arraylib.set_rows(estimates, index, stacked)
+            exact[index] = True
+        return estimates, exact
+
     def _attacked(self, code, gathered: Gathered) -> Gathered:
         """The gathered results after the cluster's colluding adversaries
         (:class:`~codedcomputing.runtime.faults.Adversarial`); the corrupted workers are
@@ -216,3 +411,21 @@ class CodedExecutor:
         f_name = getattr(self.f, "__name__", type(self.f).__name__)
         shape = "" if self.output_shape is None else f", output_shape={self.output_shape}"
         return f"CodedExecutor({self.code!r}, {f_name}, {self.cluster!r}{shape})"
+
+
+def _floating(results):
+    """``results`` with a floating dtype (decodes read integers and bools as floats too)."""
+    if _arraylib.is_torch(results):
+        import torch
+
+        return results if results.is_floating_point() else results.to(torch.get_default_dtype())
+    return results if np.issubdtype(results.dtype, np.floating) else results.astype(np.float64)
+
+
+def _stack_rows(rows: list, like):
+    """``rows`` (each ``(1, ...)``) stacked in ``like``'s kind."""
+    if _arraylib.is_torch(like):
+        import torch
+
+        return torch.cat(rows)
+    return np.concatenate(rows)

@@ -1,0 +1,246 @@
+"""Answers per query (:meth:`CodedExecutor.run_queries`): each input answered by its own
+worker's result on arrival, the rest decoded at ``tau`` or by the wait rule.
+
+The simulated checks replay known per-worker latencies (:class:`cc.delays.Trace`), so each
+input's answer time and answering worker are worked out in the test from the latencies
+alone, independently of the executor. Thread checks use latencies 50-400 ms apart, far
+above scheduling noise on a loaded 2-core machine.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+import codedcomputing as cc
+from codedcomputing.errors import InsufficientResultsError, MissingResultsError
+
+D = cc.delays
+F = cc.faults
+
+
+def f(x):
+    return np.tanh(1.3 * x) + 0.1 * x**2
+
+
+def trace(latencies) -> D.Trace:
+    return D.Trace([list(latencies)])
+
+
+def inputs(num_inputs: int, dim: int = 3, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(num_inputs, dim))
+
+
+def first_copies(systematic: np.ndarray, latency: np.ndarray, num_inputs: int, tau: float):
+    """Reference: ``(worker, latency)`` of input k's earliest own result by ``tau``, or (-1, NaN)."""
+    workers, seconds = np.full(num_inputs, -1), np.full(num_inputs, np.nan)
+    for w in np.argsort(latency, kind="stable"):
+        k = systematic[w]
+        if k >= 0 and latency[w] <= tau and workers[k] < 0:
+            workers[k], seconds[k] = w, latency[w]
+    return workers, seconds
+
+
+def test_replication_answers_are_each_first_copy_bit_for_bit_at_its_arrival():
+    num_inputs, replicas = 5, 2
+    code = cc.Replication(num_inputs, replicas)
+    latency = np.array([0.3, 2.0, 0.7, 3.0, 1.5, 0.2, 2.5, 0.4, 4.0, 1.1])  # worker n: input n mod 5
+    X = inputs(num_inputs)
+    executor = cc.CodedExecutor(code, f, cc.SimulatedCluster(delays=trace(latency)))
+    tau = 1.8
+    answers = executor.run_queries(X, tau=tau)
+
+    workers, seconds = first_copies(np.arange(10) % num_inputs, latency, num_inputs, tau)
+    assert workers.tolist() == [5, -1, 7, -1, 9]  # by hand: inputs 1 and 3 have no copy by tau
+    assert answers.answered_by.tolist() == workers.tolist()
+    np.testing.assert_array_equal(answers.answered_s, seconds)
+    own = answers.answered_by >= 0
+    assert answers.exact.tolist() == own.tolist() and answers.answered.tolist() == own.tolist()
+    for k in np.flatnonzero(own):
+        assert answers.estimates[k].tobytes() == f(X[k : k + 1])[0].tobytes()  # the worker's own row
+    assert np.isnan(answers.estimates[~own]).all() and np.isnan(answers.answered_s[~own]).all()
+    # An input with no copy by tau cannot be decoded: the error says so, the others stay.
+    assert isinstance(answers.error, MissingResultsError) and answers.error.report is answers.report
+    assert answers.report.decoded is None and answers.report.timed_out
+
+
+def test_the_call_ends_when_every_input_has_its_own_answer_and_nothing_is_decoded():
+    code = cc.Uncoded(4)
+    latency = np.array([0.5, 0.2, 0.9, 0.4])
+    X = inputs(4)
+    answers = cc.CodedExecutor(code, f, cc.SimulatedCluster(delays=trace(latency))).run_queries(X, tau=5.0)
+    np.testing.assert_array_equal(answers.answered_s, latency)
+    assert answers.answered_by.tolist() == [0, 1, 2, 3] and answers.exact.all()
+    assert answers.report.wait_s == 0.9 and not answers.report.timed_out
+    assert answers.report.decoded is None and answers.report.decode_s == 0.0 and answers.error is None
+    np.testing.assert_array_equal(answers.estimates, f(X))
+
+
+@pytest.mark.parametrize("make_code", [lambda: cc.GCC(4, 10), lambda: cc.BACC(4, 10)], ids=["gcc", "bacc"])
+def test_non_systematic_codes_answer_every_input_at_the_decode(make_code):
+    code = make_code()
+    latency = np.random.default_rng(1).uniform(0.1, 2.0, size=10)
+    X = inputs(4)
+    cluster = cc.SimulatedCluster(delays=trace(latency))
+    answers = cc.CodedExecutor(code, f, cluster).run_queries(X, tau=10.0, wait_for=7)
+    seventh = np.sort(latency)[6]
+    assert answers.report.wait_s == seventh
+    np.testing.assert_array_equal(answers.answered_s, np.full(4, seventh))
+    assert answers.answered.all() and not answers.exact.any() and (answers.answered_by == -1).all()
+    alive = np.argsort(latency)[:7]  # an independent decode of the same seven results
+    expected = code.decode(f(code.encode(X))[alive], alive)
+    np.testing.assert_allclose(answers.estimates, expected, rtol=1e-12, atol=1e-12)
+    # At tau instead: the workers arrived by then, decoded at tau.
+    answers = cc.CodedExecutor(code, f, cluster).run_queries(X, tau=0.9)
+    np.testing.assert_array_equal(answers.answered_s, np.full(4, 0.9))
+    assert sorted(answers.report.alive.tolist()) == np.flatnonzero(latency <= 0.9).tolist()
+
+
+def test_lcc_at_its_threshold_is_exact_at_the_decode():
+    code = cc.LCC(3, 8, degree=2)  # threshold (3 - 1) * 2 + 1 = 5
+    latency = np.random.default_rng(2).permutation(np.arange(1, 9) / 10)
+    answers = cc.CodedExecutor(code, lambda x: x**2, cc.SimulatedCluster(delays=trace(latency))).run_queries(
+        inputs(3), tau=10.0
+    )
+    np.testing.assert_array_equal(answers.answered_s, np.full(3, 0.5))  # the 5th arrival
+    assert answers.exact.all() and (answers.answered_by == -1).all()
+
+
+def test_decode_failure_keeps_the_inputs_answered_by_their_own_workers():
+    # GCC answers nothing on its own; with no result by tau nothing is answered, nothing raised.
+    answers = cc.CodedExecutor(cc.GCC(3, 6), f, cc.SimulatedCluster(delays=trace([1.0] * 6))).run_queries(
+        inputs(3), tau=0.5
+    )
+    assert isinstance(answers.error, InsufficientResultsError)
+    assert answers.estimates is None and not answers.answered.any() and np.isnan(answers.answered_s).all()
+    # Uncoded with one worker failing: the other three answered, the error names the missing one.
+    cluster = cc.SimulatedCluster(delays=trace([0.1, 0.2, 0.3, 0.4]), faults=F.Fixed({2: "raise"}))
+    answers = cc.CodedExecutor(cc.Uncoded(4), f, cluster).run_queries(inputs(4), tau=1.0)
+    assert answers.answered.tolist() == [True, True, False, True]
+    assert isinstance(answers.error, MissingResultsError) and "[2]" in str(answers.error)
+    assert 2 in answers.report.failed
+
+
+@pytest.mark.parametrize("kind", ["raise", "nan", "hang"])
+def test_a_failing_systematic_worker_is_a_straggler_its_copy_answers(kind):
+    code = cc.Replication(3, 2)  # workers 0-2 and 3-5 hold inputs 0-2
+    latency = [0.1, 0.2, 0.3, 0.6, 0.7, 0.8]
+    cluster = cc.SimulatedCluster(delays=trace(latency), faults=F.Fixed({1: kind}))
+    X = inputs(3)
+    answers = cc.CodedExecutor(code, f, cluster).run_queries(X, tau=5.0)
+    assert answers.answered_by.tolist() == [0, 4, 2]
+    np.testing.assert_array_equal(answers.answered_s, [0.1, 0.7, 0.3])
+    assert answers.estimates[1].tobytes() == f(X[1:2])[0].tobytes() and answers.error is None
+    assert (1 in answers.report.failed) == (kind != "hang")
+
+
+def test_a_worker_of_the_wrong_shape_is_refused_when_the_shape_is_declared():
+    code = cc.Replication(2, 2)
+    cluster = cc.SimulatedCluster(delays=trace([0.1, 0.2, 0.3, 0.4]), faults=F.Fixed({0: "shape"}))
+    X = inputs(2)
+    answers = cc.CodedExecutor(code, f, cluster, output_shape=(3,)).run_queries(X, tau=5.0)
+    assert answers.answered_by.tolist() == [2, 1] and 0 in answers.report.failed
+    np.testing.assert_array_equal(answers.estimates, f(X))
+
+
+def test_on_answer_fires_at_arrival_on_threads_before_the_call_ends():
+    code = cc.Replication(3, 2)  # inputs 0, 1 answered early; input 2's copies both come late
+    latency = [0.05, 0.15, 0.9, 0.4, 0.5, 0.9]
+    calls = []
+    start = time.perf_counter()
+
+    def on_answer(k, estimate, exact, seconds):
+        calls.append((k, time.perf_counter() - start, exact, seconds, estimate))
+
+    X = inputs(3)
+    with cc.ThreadCluster(num_threads=4, delays=trace(latency)) as cluster:
+        answers = cc.CodedExecutor(code, f, cluster).run_queries(X, tau=0.6, on_answer=on_answer)
+    ended = time.perf_counter() - start
+    assert [c[0] for c in calls] == [0, 1]  # input 2 missed tau and cannot be decoded
+    assert isinstance(answers.error, MissingResultsError)
+    for (k, at, exact, seconds, estimate), due in zip(calls, [0.05, 0.15], strict=True):
+        assert exact and due <= seconds < due + 0.1 and seconds == answers.answered_s[k]
+        assert at < ended - 0.3  # delivered during the wait, not after it
+        assert estimate.shape == (3,) and estimate.tobytes() == f(X[k : k + 1])[0].tobytes()
+    assert 0.6 <= ended < 1.5
+
+
+def test_on_answer_on_threads_then_the_decoded_inputs_in_order():
+    code = cc.GCC(3, 6)
+    latency = [0.05, 0.1, 0.15, 0.2, 0.25, 2.0]
+    calls = []
+    with cc.ThreadCluster(num_threads=6, delays=trace(latency)) as cluster:
+        answers = cc.CodedExecutor(code, f, cluster).run_queries(
+            inputs(3), tau=1.0, wait_for=5, on_answer=lambda k, e, x, s: calls.append((k, x, s))
+        )
+    assert [c[0] for c in calls] == [0, 1, 2] and not any(c[1] for c in calls)
+    assert all(c[2] == answers.answered_s[c[0]] for c in calls)
+    # The decode ended after the fifth arrival (0.25 s) and its own decode time.
+    assert answers.report.wait_s <= answers.answered_s[0] < 0.25 + 0.5
+    assert answers.report.wait_s >= 0.25 and not answers.report.timed_out
+
+
+def test_torch_inputs_answer_with_tensors_bit_for_bit():
+    torch = pytest.importorskip("torch")
+    code = cc.Replication(2, 2)
+    X = torch.linspace(-1, 1, 6, dtype=torch.float32).reshape(2, 3)
+    cluster = cc.SimulatedCluster(delays=trace([0.1, 0.5, 0.3, 0.2]))
+    answers = cc.CodedExecutor(code, torch.tanh, cluster).run_queries(X, tau=1.0)
+    assert isinstance(answers.estimates, torch.Tensor) and answers.estimates.dtype == torch.float32
+    assert answers.answered_by.tolist() == [0, 3]
+    assert torch.equal(answers.estimates, torch.tanh(X))
+
+
+@pytest.mark.parametrize("tau", [0, -1.0, math.nan, math.inf, -math.inf, "1", True])
+def test_tau_must_be_a_positive_finite_number(tau):
+    executor = cc.CodedExecutor(cc.GCC(2, 4), f, cc.SimulatedCluster())
+    with pytest.raises(ValueError, match="tau"):
+        executor.run_queries(inputs(2), tau=tau)
+
+
+def test_bad_arguments_name_themselves():
+    executor = cc.CodedExecutor(cc.GCC(2, 4), f, cc.SimulatedCluster())
+    with pytest.raises(ValueError, match="wait_for"):
+        executor.run_queries(inputs(2), tau=1.0, wait_for=9)
+    with pytest.raises(ValueError, match="on_answer"):
+        executor.run_queries(inputs(2), tau=1.0, on_answer=3)
+    attacked = cc.SimulatedCluster(faults=F.Adversarial(cc.adversaries.Random(1, bound=10.0)))
+    with pytest.raises(ValueError, match="Adversarial"):
+        cc.CodedExecutor(cc.GCC(2, 4), f, attacked).run_queries(inputs(2), tau=1.0)
+    with pytest.raises(ValueError, match="X"):
+        executor.run_queries(inputs(3), tau=1.0)
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray = pytest.importorskip("ray")  # the README's install has the ray extra: this runs in CI
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    if started:
+        ray.shutdown()
+
+
+@pytest.mark.slow
+def test_ray_answers_on_arrival_through_the_same_path(local_ray):
+    code = cc.Replication(3, 2)  # input 2's copies both miss tau
+    latency = [0.05, 0.2, 1.5, 0.6, 0.7, 1.5]
+    calls = []
+    start = time.perf_counter()
+    X = inputs(3)
+    with cc.RayCluster(delays=trace(latency), seed=0) as cluster:
+        cluster.share(np.tanh)  # warm: the first call's task start-up is not the test's
+        cc.CodedExecutor(code, np.tanh, cluster).run(X)
+        start = time.perf_counter()
+        answers = cc.CodedExecutor(code, np.tanh, cluster).run_queries(
+            X, tau=1.0, on_answer=lambda k, e, x, s: calls.append((k, time.perf_counter() - start))
+        )
+    ended = time.perf_counter() - start
+    assert answers.answered_by.tolist() == [0, 1, -1] and [k for k, _ in calls] == [0, 1]
+    assert calls[0][1] < ended - 0.5  # delivered during the wait
+    np.testing.assert_array_equal(answers.estimates[:2], np.tanh(X[:2]))
+    assert np.all(answers.answered_s[:2] >= [0.05, 0.2]) and isinstance(answers.error, MissingResultsError)
