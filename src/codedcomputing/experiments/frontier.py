@@ -1,0 +1,771 @@
+"""Per-query latency and accuracy at equal resources: coding against replication, hedging and
+learned parity (``coded experiment frontier``).
+
+One *group* of K queries (MNIST test images for ``lenet5``) is dispatched at t = 0; each
+worker's finish time is one draw of the regime's delay model, in units of the base service
+time (no queueing). At resource level L a scheme may use N = L K model calls' worth of
+workers. Per query, every scheme answers as follows (``T_n``: worker n's finish time):
+
+- ``uncoded`` (1x): query k on its own worker: ``T_k``;
+- ``replication``: a share L - 1 of the queries get a second copy (fractional r = L), first
+  copy wins: ``min(T_k, T_copy)``;
+- ``hedge``: a backup to another worker after delay d, first answer wins:
+  ``min(T_k, d + T_backup)``; d is the regime's (2 - L) quantile of ``T_k`` on the same draws,
+  so that the share of queries hedged (measured: ``extra_load``) is L - 1;
+- ``parm-k<k>`` (ParM): one parity worker per k queries computes a parity model on the sum of
+  the k queries; a query not back on its own is reconstructed (parity output minus the k - 1
+  other outputs) once the parity and the others arrived: ``min(T_k, max(T_parity, T_others))``.
+  Run where L = 1 + 1/k (k = 2 at 1.5x, k = 4 at 1.25x). The parity model is the deployed
+  network itself until a learned one is given (``parity`` column: ``deployed-model``); on the
+  ``linear`` stand-in task that reconstruction is exact;
+- ``gcc-systematic``, ``bacc-systematic``, ``manifold-gcc`` (systematic codes, N = L K): query k
+  is answered by its systematic worker if it returned by ``tau``, else decoded at ``tau`` from
+  the workers back by then (later if fewer than the code's ``min_results`` were):
+  ``T_k if T_k <= t_dec else t_dec``, ``t_dec = max(tau, the min_results-th finish)``;
+  knob: tau;
+- ``gcc``, ``bacc`` (non-systematic, N = L K): every query answered when the first w of N
+  returned; knob: w.
+
+Extra load: work beyond one model call per query, each copy, backup and parity worker counted
+as a full call whether or not it was cancelled: (N - K) / K for codes, replication and ParM;
+the measured share of hedged queries for hedging.
+
+Regimes (each worker's service time, base 1): ``shifted-exp``: ``1 + Exp(1)``;
+``bimodal-p<p>-x<s>`` (rare heavy stragglers): ``(1 + U(0, 0.1))``, times s with probability p
+(the issue's grid is p in {0.01, 0.02, 0.05, 0.1} x s in {5, 10, 20}; the default config runs
+p = 0.01, 0.02, 0.05, 0.1 at 10x and p = 0.05 at 5x and 20x); ``bernoulli``: frequent moderate
+slowness, each worker slow (3x) with probability 0.2 independently; ``persistent``: a
+:class:`~codedcomputing.runtime.delays.BurstyMarkov` per worker position (slow 10x, p_slow =
+0.002, p_recover = 0.02: slow 9% of the time in bursts of ~50 groups), the groups drawn in
+order; ``trace``: :class:`~codedcomputing.runtime.delays.Trace` over ``Config.trace_csv``
+(columns call, worker, latency_s) scaled to median 1, or, without one, a synthetic trace
+(documented in :func:`synthetic_trace`): no per-worker latency CSV ships with the library.
+
+Pairing: the same groups of queries for every regime, level and scheme; within a (regime,
+level), one delay draw per group of 2K worker positions: query k's own worker is position k for
+every scheme (a systematic code's worker of input k included), and copies, backups, parities
+take positions K, K + 1, ... . Intervals: percentile bootstrap over groups (500 resamples, the
+same resampled groups for every scheme of a (regime, level), so the ratios ``vs_replication``
+and ``vs_hedge`` are paired).
+
+How the arithmetic was checked: the per-query latency functions below are tested against
+brute-force loops over small hand-made draws (tests/experiments/test_frontier.py); the
+non-systematic wait-for-w latency against the simulated cluster's order statistic. The
+decodes are the codes' own ``decode_details`` on the workers back by the decode time, f
+computed once per group on all N coded inputs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import datasets, models
+from .._progress import progress as show_progress
+from .._validation import check_count, check_number
+from ..codes import BACC, GCC, ManifoldGCC
+from ..points import make_points
+from ..runtime.delays import Bimodal, BurstyMarkov, ShiftedExponential, Trace
+from .manifold import manifold_map
+from .records import (
+    FRACTION,
+    NONNEGATIVE,
+    POSITIVE,
+    SIZE,
+    TEXT,
+    Cell,
+    Headline,
+    pyplot,
+    save_figure,
+)
+
+NAME = "frontier"
+SUMMARY = "per-query p50/p99/p99.9 and accuracy at equal resources: codes vs replication, hedging, ParM"
+TASKS = ("lenet5", "linear")
+SYSTEMATIC = ("gcc-systematic", "bacc-systematic", "manifold-gcc")
+NON_SYSTEMATIC = ("gcc", "bacc")
+CODED = (*SYSTEMATIC, *NON_SYSTEMATIC)
+EXACT = ("uncoded", "replication", "hedge")
+RESAMPLES = 500
+TOLERANCE = 0.01  # a coded scheme "keeps accuracy" within 1 point of the exact model
+CELLS = {
+    "regime": TEXT,
+    "level": Cell("number", low=1),
+    "scheme": TEXT,
+    "knob_value": Cell("number", low=0, optional=True),
+    "p50": POSITIVE,
+    "p99": POSITIVE,
+    "p999": POSITIVE,
+    "p999_low": POSITIVE,
+    "p999_high": POSITIVE,
+    "accuracy": FRACTION,
+    "accuracy_low": FRACTION,
+    "accuracy_high": FRACTION,
+    "rel_acc": FRACTION,
+    "extra_load": NONNEGATIVE,
+    "model_acc": FRACTION,
+    "num_inputs": SIZE,
+}
+COLUMNS = tuple(CELLS)
+
+
+@dataclass(frozen=True)
+class Config:
+    task: str = "lenet5"
+    num_inputs: int = 20  # K: divisible by 2 and 4 (ParM), L K whole at every level
+    levels: tuple[float, ...] = (1.1, 1.25, 1.5, 2.0)
+    regimes: tuple[str, ...] = (
+        "shifted-exp",
+        "bimodal-p0.01-x10",
+        "bimodal-p0.02-x10",
+        "bimodal-p0.05-x10",
+        "bimodal-p0.1-x10",
+        "bimodal-p0.05-x5",
+        "bimodal-p0.05-x20",
+        "bernoulli",
+        "persistent",
+        "trace",
+    )
+    groups: int = 250  # K queries each: 5,000 queries per (regime, level, scheme, knob)
+    taus: tuple[float, ...] = (1.1, 1.2, 1.5, 2.0, 3.0)
+    wait_fractions: tuple[float, ...] = (0.6, 0.75, 0.9, 1.0)  # w = ceil(fraction N)
+    parity_k: tuple[int, ...] = (2, 4)
+    trace_csv: str = ""  # a measured trace; "" for the synthetic one
+    # GCC's decoder (GCC, systematic GCC, ManifoldGCC): the natural cubic spline, 14x cheaper
+    # per new alive set than the default gap-aware blend (0.69 ms against 9.9 ms at K = 20,
+    # N = 30, measured); "auto" for the codes' default
+    gcc_decoding: str = "spline"
+
+
+QUICK = Config(
+    regimes=("shifted-exp", "bimodal-p0.05-x10", "persistent"),
+    levels=(1.25, 1.5),
+    groups=40,
+    taus=(1.2, 2.0),
+    wait_fractions=(0.75, 1.0),
+)
+
+BIMODAL = re.compile(r"bimodal-p(?P<p>[0-9.]+)-x(?P<slowdown>[0-9.]+)")
+
+
+# -- per-query latencies (the arithmetic; each checked at its boundary) -----------------------
+
+
+def _times(values, name: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.size and (np.isnan(arr).any() or (arr < 0).any()):
+        raise ValueError(f"{name} must be finish times >= 0 (inf: never), got {values!r}")
+    return arr
+
+
+def replication_latency(own, copy) -> np.ndarray:
+    """First copy wins: ``min(own, copy)`` elementwise (``copy`` inf where a query has no copy)."""
+    return np.minimum(_times(own, "own"), _times(copy, "copy"))
+
+
+def hedge_latency(primary, backup, delay: float) -> np.ndarray:
+    """A backup sent after ``delay`` to a second worker, first answer wins:
+    ``min(primary, delay + backup)`` (a query back by ``delay`` sends none)."""
+    delay = check_number(delay, "delay", low=0.0)
+    return np.minimum(_times(primary, "primary"), delay + _times(backup, "backup"))
+
+
+def hedged_share(primary, delay: float) -> float:
+    """The share of queries whose backup is sent: ``mean(primary > delay)``, each a full call."""
+    delay = check_number(delay, "delay", low=0.0)
+    return float(np.mean(_times(primary, "primary") > delay))
+
+
+def parity_latency(own, parity, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """ParM over ``own`` ``(..., K)`` finish times in parity groups of ``k`` consecutive queries
+    and ``parity`` ``(..., K / k)``: query q is answered at ``min(T_q, max(T_parity, max of the
+    group's other T))``; returns that and whether it was reconstructed (not its own answer)."""
+    own = _times(own, "own")
+    parity = _times(parity, "parity")
+    k = check_count(k, "k", 2)
+    if own.shape[-1] % k or parity.shape[-1] != own.shape[-1] // k:
+        raise ValueError(f"parity must hold one finish time per {k} queries, got {parity.shape}")
+    grouped = own.reshape(*own.shape[:-1], -1, k)
+    # the latest of the others: the group's largest, or its second largest for the largest one
+    order = np.sort(grouped, axis=-1)
+    largest, second = order[..., -1:], order[..., -2:-1]
+    others = np.where(grouped == largest, second, largest)
+    rebuilt = np.maximum(parity[..., None], others)
+    latency = np.minimum(grouped, rebuilt)
+    return latency.reshape(own.shape), (rebuilt < grouped).reshape(own.shape)
+
+
+def systematic_latency(own, workers, tau: float, min_results: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """A systematic code's answers: ``own`` ``(..., K)`` the finish times of the inputs' own
+    workers, ``workers`` ``(..., N)`` all N workers'. Decoding happens at ``t_dec = max(tau,
+    the min_results-th finish)``; query k is answered at ``T_k`` if ``T_k <= t_dec``, else at
+    ``t_dec`` (decoded). Returns the latencies and the decode times ``(...,)``."""
+    tau = check_number(tau, "tau", low=0.0, low_open=True)
+    own, workers = _times(own, "own"), _times(workers, "workers")
+    min_results = check_count(min_results, "min_results", 1, workers.shape[-1])
+    t_dec = np.maximum(tau, np.sort(workers, axis=-1)[..., min_results - 1])
+    return np.where(own <= t_dec[..., None], own, t_dec[..., None]), t_dec
+
+
+def wait_latency(workers, wait_for: int) -> np.ndarray:
+    """A non-systematic code waiting for the first ``wait_for`` of N: every query at the
+    ``wait_for``-th smallest finish time, ``(...,)``."""
+    workers = _times(workers, "workers")
+    wait_for = check_count(wait_for, "wait_for", 1, workers.shape[-1])
+    return np.sort(workers, axis=-1)[..., wait_for - 1]
+
+
+# -- regimes ----------------------------------------------------------------------------------
+
+
+def synthetic_trace(rng: np.random.Generator, calls: int = 1000, workers: int = 64) -> np.ndarray:
+    """The stand-in for a measured trace, ``(calls, workers)``: ``1 + 0.1 U`` per result, each
+    worker position with its own fixed speed ``1 + |N(0, 0.05)|``, and with probability 0.03 a
+    spike of ``LogNormal(ln 4, 0.6)`` times (the shape of thread latencies measured here under
+    CPU contention: a tight body and rare multi-x spikes)."""
+    speed = 1.0 + np.abs(rng.normal(0.0, 0.05, workers))
+    body = (1.0 + 0.1 * rng.random((calls, workers))) * speed
+    spike = rng.random((calls, workers)) < 0.03
+    return body * np.where(spike, rng.lognormal(np.log(4.0), 0.6, (calls, workers)), 1.0)
+
+
+def delay_model(regime: str, config: Config, rng: np.random.Generator):
+    """The delay model of ``regime`` (module docstring); a ``ValueError`` naming ``regimes``
+    for an unknown one."""
+    if regime == "shifted-exp":
+        return ShiftedExponential(scale=1.0, rate=1.0)
+    if regime == "bernoulli":
+        return Bimodal(base=1.0, p=0.2, slowdown=3.0, jitter=0.1)
+    if regime == "persistent":
+        return BurstyMarkov(base=1.0, p_slow=0.002, p_recover=0.02, slowdown=10.0, jitter=0.1)
+    if regime == "trace":
+        if config.trace_csv:
+            table = Trace.from_csv(config.trace_csv).latencies
+        else:
+            table = synthetic_trace(rng)
+        return Trace(table / np.median(table), shuffle=True)
+    match = BIMODAL.fullmatch(regime)
+    if match:
+        p, slowdown = float(match["p"]), float(match["slowdown"])
+        if 0 <= p <= 1 and slowdown > 0:
+            return Bimodal(base=1.0, p=p, slowdown=slowdown, jitter=0.1)
+    raise ValueError(
+        f"regimes: unknown regime {regime!r} (known: shifted-exp, bimodal-p<p>-x<slowdown>, bernoulli, "
+        "persistent, trace)"
+    )
+
+
+def check_config(config: Config) -> Config:
+    """``config``'s values checked, a ``ValueError`` naming the field at fault."""
+    if config.task not in TASKS:
+        raise ValueError(f"task must be one of {', '.join(TASKS)}, got {config.task!r}")
+    k = check_count(config.num_inputs, "num_inputs", 2)
+    check_count(config.groups, "groups", 2)
+    for level in config.levels:
+        check_number(level, "levels", low=1.0, high=2.0)  # r < 1: no such resource level
+        if level > 1 and round((level - 1) * k) < 1:
+            raise ValueError(f"levels: {level} gives no extra worker at num_inputs = {k}")
+    for tau in config.taus:
+        check_number(tau, "taus", low=0.0, low_open=True)
+    for fraction in config.wait_fractions:
+        check_number(fraction, "wait_fractions", low=0.0, high=1.0, low_open=True)
+    for parity in config.parity_k:
+        check_count(parity, "parity_k", 2)
+    rng = np.random.default_rng(0)
+    for regime in config.regimes:
+        delay_model(regime, Config(), rng)  # raises for an unknown one
+    return config
+
+
+# -- codes ------------------------------------------------------------------------------------
+
+
+def systematic_workers(code) -> np.ndarray:
+    """``(K,)``: the worker that computes input k raw, -1 where none: the codes'
+    ``systematic_workers`` where it names one, else the first worker whose point is the input's
+    (a layout with explicit points, or a bound ManifoldGCC, before the codes name them)."""
+    found = getattr(code, "systematic_workers", None)
+    if found is not None and np.any(np.asarray(found) >= 0):
+        return np.asarray(found, dtype=np.intp)
+    same = code.alpha[:, None] == code.beta[None, :]
+    return np.where(same.any(axis=1), same.argmax(axis=1), -1)
+
+
+def systematic_code(kind: str, k: int, n: int, **options):
+    """A systematic GCC or BACC: ``systematic=True`` where the codes take it; else the same
+    layout spelled out (the inputs at their Chebyshev points, each parity point at the middle
+    of the widest gap between points placed so far)."""
+    cls = GCC if kind == "gcc" else BACC
+    try:
+        return cls(k, n, systematic=True, **options)
+    except TypeError:  # the codes without the option
+        alpha = make_points("chebyshev", k, kind="data")
+        placed = sorted(alpha)
+        for _ in range(n - k):
+            gaps = np.diff(placed)
+            i = int(np.argmax(gaps))
+            placed.insert(i + 1, (placed[i] + placed[i + 1]) / 2)
+        return cls(k, n, alpha=alpha, beta=np.array(placed), **options)
+
+
+def _positions(code, k: int, systematic: bool) -> np.ndarray:
+    """``(N,)`` delay positions of the code's workers: input k's systematic worker at position
+    k, the other workers at K, K + 1, ... in worker order (a code with no systematic worker:
+    worker n at position n)."""
+    own = systematic_workers(code) if systematic else np.full(code.num_inputs, -1)
+    if not np.any(own >= 0):
+        return np.arange(code.num_workers)
+    position = np.full(code.num_workers, -1)
+    position[own[own >= 0]] = np.flatnonzero(own >= 0)
+    rest = np.flatnonzero(position < 0)
+    position[rest] = k + np.arange(rest.size)
+    return position
+
+
+# -- tasks ------------------------------------------------------------------------------------
+
+
+def _task_rng(seed: int, *key) -> np.random.Generator:
+    return np.random.default_rng([seed, *(zlib.crc32(str(part).encode()) for part in key)])
+
+
+def _task(config: Config, seed: int, progress: bool):
+    """``(f, queries (Q, ...), labels (Q,))``: the pool the groups draw from."""
+    if config.task == "lenet5":
+        data = datasets.mnist()
+        return models.numpy_function("lenet5", progress=progress), data.test_x, data.test_y
+    # the stand-in: points on a curve in R^100, f linear onto 10 classes, labels f's argmax
+    rng = _task_rng(seed, "linear")
+    embed, weights = manifold_map(rng, 1), rng.normal(size=(100, 10)) / 10.0
+    x = embed(rng.uniform(size=(400, 1)))
+
+    def f(batch):
+        return np.asarray(batch, dtype=np.float64) @ weights
+
+    return f, x, np.argmax(f(x), axis=1)
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+
+def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
+    """The experiment's rows: one per (regime, level, scheme, knob), each over ``groups`` x K
+    queries."""
+    check_config(config)
+    f, pool, labels = _task(config, seed, progress)
+    k, g = config.num_inputs, config.groups
+    draw = _task_rng(seed, "groups")
+    picks = np.stack([draw.choice(len(pool), k, replace=False) for _ in range(g)])
+    x, y_label = pool[picks], labels[picks]  # (G, K, ...), (G, K)
+    truth = f(x.reshape(g * k, *x.shape[2:])).reshape(g, k, -1)
+    model_label = truth.argmax(axis=2)
+    model_acc = float(np.mean(model_label == y_label))
+    rows = []
+    steps = len(config.levels) * (1 + len(config.regimes))
+    with show_progress("frontier: levels x (codes + regimes)", steps, enabled=progress) as step:
+        prepared = {}
+        for level in config.levels:
+            prepared[level] = _coded_results(f, x, k, round(level * k), config)
+            step()
+        for regime in config.regimes:
+            rng = _task_rng(seed, "delays", regime)
+            model = delay_model(regime, config, rng)
+            model.reset()
+            draws = np.stack([model.sample(2 * k, rng) for _ in range(g)])  # (G, 2K) positions
+            for level in config.levels:
+                cell = _cell(config, level, draws, prepared[level], truth, y_label, model_label)
+                boot = _task_rng(seed, "bootstrap", regime, level).integers(g, size=(RESAMPLES, g))
+                rows += _rows(cell, boot, regime, level, config, model_acc, seed)
+                step()
+    return rows
+
+
+def _coded_results(f, x, k: int, n: int, config: Config) -> dict:
+    """Per coded scheme: ``(codes per group, positions per group (G, N), results (G, N, C))``:
+    f computed once per group on all N coded inputs; ``"parity"``: ``{k: (G, K / k, C)}``, the
+    parity model's outputs on the sums of k consecutive queries, where N = K + K / k."""
+    g = x.shape[0]
+    sums = {
+        size: x.reshape(g, k // size, size, *x.shape[2:]).sum(axis=2)
+        for size in config.parity_k
+        if k % size == 0 and (n - k) * size == k
+    }
+    out = {
+        "parity": {
+            size: f(s.reshape(-1, *x.shape[2:])).reshape(g, k // size, -1).astype(np.float64)
+            for size, s in sums.items()
+        }
+    }
+    decoding = config.gcc_decoding
+    fixed = {
+        "gcc-systematic": systematic_code("gcc", k, n, decoding=decoding),
+        "bacc-systematic": systematic_code("bacc", k, n),
+        "gcc": GCC(k, n, decoding=decoding),
+        "bacc": BACC(k, n),
+    }
+    manifold = ManifoldGCC(k, n, decoding=decoding)
+    for scheme in CODED:
+        codes = [manifold.bind(x[i]) for i in range(g)] if scheme == "manifold-gcc" else [fixed[scheme]] * g
+        coded = np.stack([code.encode(x[i]) for i, code in enumerate(codes)])  # (G, N, ...)
+        y = f(coded.reshape(g * n, *coded.shape[2:])).reshape(g, n, -1).astype(np.float64)
+        positions = np.stack([_positions(code, k, scheme in SYSTEMATIC) for code in codes])
+        out[scheme] = (codes, positions, y)
+    return out
+
+
+def _cell(config, level, draws, coded, truth, y_label, model_label) -> list[dict]:
+    """Each scheme's per-query latencies ``(G, K)``, correctness against the labels and the
+    model, the degraded mask and the extra load, at one (regime, level)."""
+    g, k = truth.shape[:2]
+    n = round(level * k)
+    extra = n - k
+    own = draws[:, :k]
+    exact_right, exact_agree = model_label == y_label, np.ones((g, k), dtype=bool)
+    none = np.zeros((g, k), dtype=bool)
+    cell = []
+
+    def add(scheme, knob, value, latency, right, agree, degraded, load, parity=""):
+        cell.append(
+            {
+                "scheme": scheme,
+                "knob": knob,
+                "knob_value": value,
+                "num_workers": n if scheme != "uncoded" else k,
+                "latency": latency,
+                "right": right,
+                "agree": agree,
+                "degraded": degraded,
+                "extra_load": load,
+                "parity": parity,
+            }
+        )
+
+    add("uncoded", "", "", own, exact_right, exact_agree, none, 0.0)
+    copy = np.full((g, k), np.inf)
+    copy[:, :extra] = draws[:, k : k + extra]  # the first `extra` queries of a group get a copy
+    add("replication", "r", level, replication_latency(own, copy), exact_right, exact_agree, none, extra / k)
+    delay = float(np.quantile(own, 1.0 - extra / k))
+    hedged = hedge_latency(own, draws[:, k : 2 * k], delay)
+    add("hedge", "d", delay, hedged, exact_right, exact_agree, none, hedged_share(own, delay))
+    parity_k = k // extra if extra and k % extra == 0 else 0
+    if parity_k in config.parity_k:
+        latency, rebuilt = parity_latency(own, draws[:, k : k + extra], parity_k)
+        estimate = _parm_estimates(truth, parity_k, coded)
+        label = np.where(rebuilt, estimate.argmax(axis=2), model_label)
+        add(
+            f"parm-k{parity_k}",
+            "k",
+            parity_k,
+            latency,
+            label == y_label,
+            label == model_label,
+            rebuilt,
+            extra / k,
+            parity="deployed-model",
+        )
+    for scheme in SYSTEMATIC:
+        codes, positions, y = coded[scheme]
+        times = np.take_along_axis(draws, positions, axis=1)  # (G, N)
+        own_workers = np.stack([systematic_workers(code) for code in codes])
+        for tau in config.taus:
+            mins = codes[0].min_results
+            latency, t_dec = systematic_latency(own, times, tau, mins)
+            decoded = own > t_dec[:, None]
+            label = model_label.copy()
+            for i in np.flatnonzero(decoded.any(axis=1)):
+                alive = np.flatnonzero(times[i] <= t_dec[i])
+                estimate = codes[i].decode_details(y[i, alive], alive).estimates
+                label[i, decoded[i]] = estimate[decoded[i]].argmax(axis=1)
+            # a returned systematic worker's row is f(x_k) (its own result): the model's label,
+            # up to the encoder's rounding of x_k
+            own_label = np.take_along_axis(y, own_workers[:, :, None], axis=1).argmax(axis=2)
+            label = np.where(decoded, label, own_label)
+            add(scheme, "tau", tau, latency, label == y_label, label == model_label, decoded, extra / k)
+    for scheme in NON_SYSTEMATIC:
+        codes, positions, y = coded[scheme]
+        times = np.take_along_axis(draws, positions, axis=1)
+        for fraction in config.wait_fractions:
+            wait_for = max(codes[0].min_results, math.ceil(fraction * n))
+            t_wait = wait_latency(times, wait_for)
+            label = np.empty((g, k), dtype=np.intp)
+            for i in range(g):
+                alive = np.argsort(times[i], kind="stable")[:wait_for]
+                label[i] = codes[i].decode_details(y[i, alive], alive).estimates.argmax(axis=1)
+            latency = np.broadcast_to(t_wait[:, None], (g, k))
+            add(scheme, "w", wait_for, latency, label == y_label, label == model_label, ~none, extra / k)
+    return cell
+
+
+def _parm_estimates(truth, k: int, coded) -> np.ndarray:
+    """ParM's reconstruction of every query from its group's parity output and the other
+    outputs, ``(G, K, C)``: ``P - sum of the others``. The parity model here is the deployed
+    network on the sum of the group's queries (``coded["parity"]``: its outputs, (G, K / k, C))."""
+    g, num, c = truth.shape
+    parity = coded["parity"][k]  # (G, K / k, C)
+    sums = truth.reshape(g, num // k, k, c).sum(axis=2, keepdims=True)
+    return (parity[:, :, None, :] - (sums - truth.reshape(g, num // k, k, c))).reshape(g, num, c)
+
+
+def _rows(cell, boot, regime, level, config, model_acc, seed) -> list[dict]:
+    """The rows of one (regime, level), with bootstrap intervals over groups (the same
+    resampled groups for every scheme) and paired p99.9 ratios to replication and hedging."""
+    resampled = {}
+    for entry in cell:
+        lat = entry["latency"]
+        resampled[entry["scheme"], entry["knob_value"]] = np.percentile(
+            lat[boot].reshape(boot.shape[0], -1), 99.9, axis=1
+        )
+    replication = next(v for (s, _), v in resampled.items() if s == "replication")
+    hedge = next(v for (s, _), v in resampled.items() if s == "hedge")
+    point = {e["scheme"]: float(np.percentile(e["latency"], 99.9)) for e in cell if e["scheme"] in EXACT}
+    rows = []
+    for entry in cell:
+        if entry["scheme"] == "uncoded" and level != config.levels[0]:
+            continue  # 1x whatever the level: once per regime
+        lat, right = entry["latency"], entry["right"]
+        p999 = float(np.percentile(lat, 99.9))
+        boots = resampled[entry["scheme"], entry["knob_value"]]
+        acc_boot = right.mean(axis=1)[boot].mean(axis=1)
+        degraded = entry["degraded"]
+        to_rep, to_hedge = boots / replication, boots / hedge
+        rows.append(
+            {
+                "experiment": NAME,
+                "task": config.task,
+                "regime": regime,
+                "level": float(level) if entry["scheme"] != "uncoded" else 1.0,
+                "num_inputs": config.num_inputs,
+                "num_workers": entry["num_workers"],
+                "scheme": entry["scheme"],
+                "knob": entry["knob"],
+                "knob_value": entry["knob_value"],
+                "parity": entry["parity"],
+                "queries": lat.size,
+                "seed": seed,
+                "p50": float(np.percentile(lat, 50)),
+                "p99": float(np.percentile(lat, 99)),
+                "p999": p999,
+                "p999_low": float(np.percentile(boots, 2.5)),
+                "p999_high": float(np.percentile(boots, 97.5)),
+                "accuracy": float(right.mean()),
+                "accuracy_low": float(np.percentile(acc_boot, 2.5)),
+                "accuracy_high": float(np.percentile(acc_boot, 97.5)),
+                "rel_acc": float(entry["agree"].mean()),
+                "degraded_share": float(degraded.mean()),
+                "degraded_acc": float(entry["agree"][degraded].mean()) if degraded.any() else "",
+                "extra_load": float(entry["extra_load"]),
+                "model_acc": model_acc,
+                "vs_replication": p999 / point["replication"],
+                "vs_replication_low": float(np.percentile(to_rep, 2.5)),
+                "vs_replication_high": float(np.percentile(to_rep, 97.5)),
+                "vs_hedge": p999 / point["hedge"],
+                "vs_hedge_low": float(np.percentile(to_hedge, 2.5)),
+                "vs_hedge_high": float(np.percentile(to_hedge, 97.5)),
+            }
+        )
+    return rows
+
+
+# -- reading the rows -------------------------------------------------------------------------
+
+
+def row_problem(row: dict) -> str:
+    """Why a row cannot be drawn across its cells ("" if it can): p50 <= p99 <= p99.9."""
+    return "" if row["p50"] <= row["p99"] <= row["p999"] else "percentiles out of order"
+
+
+def frontier_table(rows: list[dict], tolerance: float = TOLERANCE) -> list[dict]:
+    """Per (regime, level > 1): the best coded scheme (lowest p99.9 among :data:`CODED` whose
+    accuracy is within ``tolerance`` of the exact model's; where none is, ``keeps_accuracy``
+    False and the most accurate of those with a p99.9 below both baselines', or of all if
+    none is) against replication and level-matched hedging at the
+    same level, with the paired ratio intervals the rows hold. ``wins``: it keeps accuracy and
+    its p99.9 is below both baselines'."""
+    table = []
+    cells = dict.fromkeys((row["regime"], row["level"]) for row in rows if row["level"] > 1)
+    for regime, level in cells:
+        mine = [row for row in rows if (row["regime"], row["level"]) == (regime, level)]
+        by_scheme = {row["scheme"]: row for row in mine if row["scheme"] in EXACT}
+        coded = [row for row in mine if row["scheme"] in CODED]
+        if not coded or "replication" not in by_scheme or "hedge" not in by_scheme:
+            continue
+        keeps = [row for row in coded if row["accuracy"] >= row["model_acc"] - tolerance]
+        replication, hedge = by_scheme["replication"], by_scheme["hedge"]
+        faster = [row for row in coded if row["p999"] < min(replication["p999"], hedge["p999"])]
+        if keeps:
+            best = min(keeps, key=lambda row: (row["p999"], -row["accuracy"]))
+        else:  # what its speed costs: the most accurate of those faster than both, if any
+            best = min(faster or coded, key=lambda row: (-row["accuracy"], row["p999"]))
+        parm = next((row for row in mine if row["scheme"].startswith("parm-")), None)
+        table.append(
+            {
+                "regime": regime,
+                "level": level,
+                "scheme": best["scheme"],
+                "knob": best["knob"],
+                "knob_value": best["knob_value"],
+                "p999": best["p999"],
+                "accuracy": best["accuracy"],
+                "degraded_acc": best["degraded_acc"],
+                "model_acc": best["model_acc"],
+                "keeps_accuracy": bool(keeps),
+                "replication_p999": replication["p999"],
+                "hedge_p999": hedge["p999"],
+                "hedge_extra_load": hedge["extra_load"],
+                "parm": parm["scheme"] if parm else "",
+                "parm_p999": parm["p999"] if parm else math.nan,
+                "parm_accuracy": parm["accuracy"] if parm else math.nan,
+                "vs_replication": (
+                    best["vs_replication"],
+                    best["vs_replication_low"],
+                    best["vs_replication_high"],
+                ),
+                "vs_hedge": (best["vs_hedge"], best["vs_hedge_low"], best["vs_hedge_high"]),
+                "wins": bool(keeps) and best["p999"] < min(replication["p999"], hedge["p999"]),
+                "verdict": _verdict(bool(keeps), best["p999"], min(replication["p999"], hedge["p999"])),
+                "queries": best["queries"],
+            }
+        )
+    return table
+
+
+def _verdict(keeps: bool, p999: float, baseline: float) -> str:
+    """ "wins", "ties" (the same p99.9), "loses (latency)" or "loses (accuracy)"."""
+    if not keeps:
+        return "loses (accuracy)"
+    if math.isclose(p999, baseline, rel_tol=1e-9):
+        return "ties"
+    return "wins" if p999 < baseline else "loses (latency)"
+
+
+def _label(row: dict) -> str:
+    knob = row["knob_value"]
+    if row["knob"] == "tau":
+        return f"{row['scheme']} tau={knob:g}"
+    if row["knob"] == "w":
+        return f"{row['scheme']} w={knob}"
+    return row["scheme"]
+
+
+def headline(rows: list[dict]) -> Headline:
+    """Per (regime, level): the best coded scheme that keeps accuracy within 1 point of the
+    exact model (else the most accurate, marked), its p99.9 and accuracy, and replication's
+    and level-matched hedging's p99.9, with the paired ratios."""
+    table_rows = []
+    for entry in frontier_table(rows):
+        ratio, low, high = entry["vs_replication"]
+        hedge, hedge_low, hedge_high = entry["vs_hedge"]
+        name = _label(entry) + ("" if entry["keeps_accuracy"] else " (> 1 pt below model)")
+        table_rows.append(
+            (
+                entry["regime"],
+                entry["level"],
+                name,
+                entry["p999"],
+                entry["accuracy"],
+                entry["replication_p999"],
+                entry["hedge_p999"],
+                f"{ratio:.3g} [{low:.3g}, {high:.3g}]",
+                f"{hedge:.3g} [{hedge_low:.3g}, {hedge_high:.3g}]",
+                entry["verdict"],
+            )
+        )
+    model_acc = rows[0]["model_acc"] if rows else math.nan
+    queries = rows[0]["queries"] if rows else 0
+    return Headline(
+        title="frontier: the best coded scheme's p99.9 against replication and hedging at equal resources",
+        columns=(
+            "regime",
+            "level",
+            "best coded",
+            "p99.9",
+            "accuracy",
+            "replication p99.9",
+            "hedge p99.9",
+            "/ replication [95%]",
+            "/ hedge [95%]",
+            "coding",
+        ),
+        rows=table_rows,
+        note=f"latency in base service times; exact model accuracy {model_acc:.3f}; {queries} queries per "
+        f"cell; intervals: paired bootstrap over groups ({RESAMPLES} resamples); 'wins': within 1 point "
+        "of the model's accuracy and a p99.9 below both baselines'",
+    )
+
+
+STYLES = {
+    "uncoded": {"color": "0.4", "marker": "x", "ls": ""},
+    "replication": {"color": "C4", "marker": "v", "ls": ""},
+    "hedge": {"color": "C1", "marker": "s", "ls": ""},
+    "gcc-systematic": {"color": "C0", "marker": "o", "ls": "-"},
+    "bacc-systematic": {"color": "C2", "marker": "^", "ls": "-"},
+    "manifold-gcc": {"color": "C3", "marker": "D", "ls": "-"},
+    "gcc": {"color": "C0", "marker": "o", "ls": ":", "mfc": "none"},
+    "bacc": {"color": "C2", "marker": "^", "ls": ":", "mfc": "none"},
+}
+KNOB_NAMES = {"tau": "over tau", "w": "over w"}
+
+
+def plot(rows: list[dict], out_dir: Path) -> list[Path]:
+    """``frontier.png``: p99.9 latency (log) against accuracy, a panel per regime (columns)
+    and resource level (rows); each coded scheme a line over its knob, the exact baselines
+    single points; error bars: 95% bootstrap intervals of both. Points more than 15 points
+    below the model's accuracy are drawn at the axis' left edge, hollow."""
+    plt = pyplot()
+    regimes = list(dict.fromkeys(row["regime"] for row in rows))
+    levels = sorted({row["level"] for row in rows if row["level"] > 1})
+    fig, axes = plt.subplots(
+        len(levels), len(regimes), figsize=(3.6 * len(regimes), 3.0 * len(levels)), squeeze=False
+    )
+    model_acc = rows[0]["model_acc"]
+    left = model_acc - 0.15
+    for axes_row, level in zip(axes, levels, strict=True):
+        for ax, regime in zip(axes_row, regimes, strict=True):
+            mine = [r for r in rows if r["regime"] == regime and r["level"] in (level, 1.0)]
+            for scheme in dict.fromkeys(r["scheme"] for r in mine):
+                points = sorted(
+                    (r for r in mine if r["scheme"] == scheme),
+                    key=lambda r: r["knob_value"] if r["knob_value"] != "" else 0,
+                )
+                style = dict(STYLES.get(scheme, {"color": "C5", "marker": "P", "ls": ""}))
+                x = np.array([max(r["accuracy"], left) for r in points])
+                y = np.array([r["p999"] for r in points])
+                xerr = np.array(
+                    [
+                        [max(r["accuracy"] - r["accuracy_low"], 0), r["accuracy_high"] - r["accuracy"]]
+                        for r in points
+                    ]
+                ).T
+                yerr = np.array([[r["p999"] - r["p999_low"], r["p999_high"] - r["p999"]] for r in points]).T
+                clipped = np.array([r["accuracy"] < left for r in points])
+                xerr[:, clipped] = 0
+                label = scheme + (
+                    f" ({KNOB_NAMES[points[0]['knob']]})" if points[0]["knob"] in KNOB_NAMES else ""
+                )
+                line = ax.errorbar(
+                    x, y, xerr=xerr, yerr=np.maximum(yerr, 0), label=label, ms=4, lw=1, capsize=2, **style
+                )
+                if clipped.any():
+                    ax.plot(
+                        x[clipped], y[clipped], ls="", marker="<", ms=7, mfc="none", color=line[0].get_color()
+                    )
+            ax.axvline(model_acc, color="0.6", ls=":", lw=1)
+            ax.set_xlim(left - 0.005, model_acc + 0.01)
+            ax.set_yscale("log")
+            ax.set_title(f"{regime}, {level:g}x", fontsize=9)
+            ax.set_xlabel("accuracy (vs labels)", fontsize=8)
+            ax.set_ylabel("p99.9 latency (service times)", fontsize=8)
+            ax.tick_params(labelsize=7)
+    axes[0][0].legend(fontsize=6, loc="upper left")
+    fig.suptitle("frontier: per-query p99.9 latency against accuracy at equal resources")
+    queries = rows[0]["queries"]
+    caption = (
+        f"error bars: 95% bootstrap intervals over groups ({RESAMPLES} resamples) of the p99.9 and the "
+        f"accuracy, {queries} queries per point; dotted: the exact model's accuracy; '<': below the axis"
+    )
+    return [save_figure(fig, out_dir, NAME, caption)]
