@@ -71,6 +71,14 @@ PAPERS = {
             "Pipelined gradient coding (fractional and cyclic repetition)",
             ("gradient-coding",),
         ),
+        Paper(
+            "frontier",
+            "this library (issue 21), against hedged requests (J. Dean, L. A. Barroso) and learned "
+            "parity (J. Kosaian, K. V. Rashmi, S. Venkataraman: ParM)",
+            "When does coding pay? Coded inference against replication, hedging and parity at equal "
+            "resources, per query",
+            ("frontier",),
+        ),
     )
 }
 
@@ -671,6 +679,95 @@ def _ordering(backend, real, reach, rows) -> tuple[str, str, bool | None]:
     return measured, setting, separated_swaps == 0
 
 
+GOAL_REGIMES = ("bimodal-p0.02-x10", "bimodal-p0.05-x10")  # the issue's goal: rare heavy stragglers
+GOAL_LEVEL = 1.5
+
+
+def frontier_claims(rows: list[dict], config=None) -> list[Claim]:
+    """Where coding wins and where it loses at equal resources: per regime (``config.regimes``,
+    or those in the rows), whether a code within 1 point of the exact model's accuracy has a
+    lower p99.9 than replication and level-matched hedging at every level; and the issue's
+    goal at 1.5x under rare heavy stragglers (p = 0.02 and 0.05, 10x)."""
+    from ..experiments import frontier
+
+    if config is not None:
+        regimes, levels = list(config.regimes), [level for level in config.levels if level > 1]
+    else:
+        regimes = _present(rows, lambda row: row["regime"])
+        levels = sorted({level for level in _present(rows, lambda row: row["level"]) if level > 1})
+
+    @functools.cache
+    def table():
+        return {(e["regime"], e["level"]): e for e in frontier.frontier_table(_some(rows))}
+
+    def entry(regime, level):
+        return _need(table(), (regime, level), f"{regime} {level:g}x replication, hedge and coded")
+
+    def setting(e):
+        return (
+            f"K = {_some(rows)[0]['num_inputs']}, {e['queries']} queries per scheme, {_some(rows)[0]['task']}"
+        )
+
+    def describe(e):
+        ratio, low, high = e["vs_replication"]
+        hedge, hedge_low, hedge_high = e["vs_hedge"]
+        knob = f" {e['knob']} = {e['knob_value']:g}" if e["knob"] else ""
+        return (
+            f"{e['scheme']}{knob}: p99.9 {e['p999']:.3g}, accuracy {e['accuracy']:.3f} (model "
+            f"{e['model_acc']:.3f}); / replication {ratio:.3g} [{low:.3g}, {high:.3g}], / hedge "
+            f"{hedge:.3g} [{hedge_low:.3g}, {hedge_high:.3g}] (its extra load {e['hedge_extra_load']:.3f})"
+        )
+
+    def goal(regime):
+        e = entry(regime, GOAL_LEVEL)
+        held = e["keeps_accuracy"] and e["vs_replication"][0] <= 0.2 and e["vs_hedge"][0] <= 0.6
+        return describe(e), f"{regime}, {GOAL_LEVEL:g}x, " + setting(e), held
+
+    def everywhere(regime):
+        found = [table()[(regime, level)] for level in levels if (regime, level) in table()]
+        if not found:
+            raise Unmeasured(f"no {regime} rows with replication, hedging and a code at one level")
+        said = [
+            f"{e['level']:g}x {e['verdict']} ({e['scheme']} {e['p999']:.3g} at accuracy {e['accuracy']:.3f}; "
+            f"replication {e['replication_p999']:.3g}, hedge {e['hedge_p999']:.3g})"
+            for e in found
+        ]
+        missing = [f"{level:g}x" for level in levels if (regime, level) not in table()]
+        return (
+            "; ".join(said) + (f"; not measured at {', '.join(missing)}" if missing else ""),
+            f"{regime}, " + setting(found[0]),
+            all(e["wins"] for e in found) and not missing,
+        )
+
+    out = [
+        _claim(
+            "frontier",
+            "frontier",
+            f"Goal: under rare heavy stragglers ({regime}) at {GOAL_LEVEL:g}x resources, the best code "
+            "within 1 point of the exact model's accuracy has a p99.9 at most 1/5 of replication's and "
+            "at most 0.6x that of hedging at the same extra load.",
+            goal,
+            regime,
+            where=f"{regime}, {GOAL_LEVEL:g}x",
+        )
+        for regime in regimes
+        if regime in GOAL_REGIMES
+    ]
+    out += [
+        _claim(
+            "frontier",
+            "frontier",
+            f"At every resource level, a code within 1 point of the exact model's accuracy has a lower "
+            f"per-query p99.9 than both replication and hedging at the same extra load ({regime}).",
+            everywhere,
+            regime,
+            where=str(regime),
+        )
+        for regime in regimes
+    ]
+    return out
+
+
 CLAIMS: dict[str, Callable[..., list[Claim]]] = {
     "stragglers": stragglers_claims,
     "polynomial": polynomial_claims,
@@ -679,6 +776,7 @@ CLAIMS: dict[str, Callable[..., list[Claim]]] = {
     "manifold": manifold_claims,
     "adversarial": adversarial_claims,
     "gradient-coding": gradient_coding_claims,
+    "frontier": frontier_claims,
 }
 
 

@@ -50,6 +50,7 @@ EXPECTED_S = {
     "manifold": (6, 220),
     "adversarial": (3, 50),
     "gradient-coding": (45, 420),
+    "frontier": (15, 900),
 }
 
 # The trained networks each experiment loads (trained on first use, then cached), and the
@@ -60,6 +61,7 @@ MODELS_USED = {
     "latency": ("lenet5",),
     "manifold": ("lenet5", "vit"),
     "adversarial": ("lenet5",),
+    "frontier": ("lenet5",),
 }
 TRAIN_S = {"lenet5": 35, "vit": 210}
 
@@ -77,6 +79,8 @@ SHOWS = {
     "adversarial_schemes": "every decoder's MSE against N at a = 0.5, for each attack",
     "gradient-coding": "training loss against wall-clock and steps; time to target per scheme, s, "
     "delay, persistent slowness and backend",
+    "frontier": "per-query p99.9 latency against accuracy at equal resources, a panel per straggler "
+    "regime and resource level, each scheme over its knob",
 }
 
 
