@@ -262,11 +262,14 @@ class CodedExecutor:
             if on_answer is not None:
                 on_answer(k, own_rows[k], True, float(latency))
 
-        def enough(alive: list[int]) -> bool:
-            inputs = systematic[alive]
-            if np.unique(inputs[inputs >= 0]).size == num_inputs:
+        covers_all = _Coverage(systematic, num_inputs)
+
+        def enough(alive: list[int]) -> bool:  # pure: the simulated clock looks ahead with it
+            if isinstance(wait_for, int) and len(alive) >= wait_for:
                 return True
-            return len(alive) >= wait_for if isinstance(wait_for, int) else code.complete(alive)
+            if covers_all(alive):  # every input answered by its own worker
+                return True
+            return not isinstance(wait_for, int) and code.complete(alive)
 
         call = self.cluster.submit(self.f, coded)
         collector = Collector(call.num_workers, enough, self.output_shape, on_usable=arrived)
@@ -411,6 +414,35 @@ class CodedExecutor:
         f_name = getattr(self.f, "__name__", type(self.f).__name__)
         shape = "" if self.output_shape is None else f", output_shape={self.output_shape}"
         return f"CodedExecutor({self.code!r}, {f_name}, {self.cluster!r}{shape})"
+
+
+class _Coverage:
+    """Whether the own results of a list of workers cover every input: a pure function of the
+    list, incremental when called with longer and longer lists (as collecting does)."""
+
+    def __init__(self, systematic: np.ndarray, num_inputs: int):
+        self.systematic = systematic.tolist()
+        self.num_inputs = num_inputs
+        self.possible = bool(np.isin(np.arange(num_inputs), systematic).all())
+        self._reset()
+
+    def _reset(self) -> None:
+        self.seen: list[int] = []
+        self.answered = [False] * self.num_inputs
+        self.covered = 0
+
+    def __call__(self, alive: list[int]) -> bool:
+        if not self.possible or len(alive) < self.num_inputs:
+            return False
+        if len(alive) < len(self.seen) or alive[: len(self.seen)] != self.seen:
+            self._reset()
+        for worker in alive[len(self.seen) :]:
+            k = self.systematic[worker]
+            if k >= 0 and not self.answered[k]:
+                self.answered[k] = True
+                self.covered += 1
+            self.seen.append(worker)
+        return self.covered == self.num_inputs
 
 
 def _floating(results):
