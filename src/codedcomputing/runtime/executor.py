@@ -74,8 +74,9 @@ class Answers:
     """What :meth:`CodedExecutor.run_queries` got: one answer per input (query).
 
     - ``estimates``: ``(K, ...)`` estimates of ``f(x_k)`` in the results' kind (numpy, or torch
-      on the inputs' device); rows of unanswered inputs are NaN. None if no usable result
-      arrived at all (nothing tells the output's shape).
+      on the inputs' device); rows of unanswered inputs are NaN (or, from uncoded and
+      replication built with ``fill``, the fill). None if no usable result arrived at all
+      (nothing tells the output's shape).
     - ``answered``: ``(K,)`` bool, True where input k got an estimate (its own worker's
       result, or the decode).
     - ``exact``: ``(K,)`` bool, True where the estimate is a worker's own result of
@@ -289,15 +290,18 @@ class CodedExecutor:
             error.report, error.results = report, gathered.results
 
         estimates, exact = self._answers(decoded, gathered.results, own_rows, num_inputs)
-        answered = ~missing | (decoded is not None)
+        answered = ~missing
         if decoded is not None:
+            # Uncoded and replication built with fill= fill in what no worker returned: no answer.
+            answered |= ~np.isin(np.arange(num_inputs), decoded.info.get("missing", []))
             # The master sees a decoded answer when the decode ends (on a virtual clock the
             # decode is instantaneous, so simulated latencies stay reproducible).
             virtual = isinstance(self.cluster, SimulatedCluster)
             decoded_s = gathered.wall_s if virtual else time.perf_counter() - call.started
-            answered_s[missing] = decoded_s
+            now_answered = np.flatnonzero(missing & answered)
+            answered_s[now_answered] = decoded_s
             if on_answer is not None:
-                for k in np.flatnonzero(missing).tolist():
+                for k in now_answered.tolist():
                     on_answer(k, estimates[k], bool(exact[k]), float(decoded_s))
         return Answers(estimates, answered, exact, answered_s, answered_by, report, error)
 
