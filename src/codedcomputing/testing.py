@@ -8,8 +8,10 @@ a few sizes and checks the contract of :class:`~codedcomputing.codes.Code`: attr
 shapes, the type, dtype and device of numpy arrays and torch tensors (torch only if it is
 installed), integer and bool inputs, results in any order and any integer form of ``alive``,
 NaN and inf results as erasures, the errors bad input must raise (naming the parameter),
-pickling, decoding from several threads at once, and the code's own promise
-(:meth:`Code.promised_case`). The first failure raises ``AssertionError`` naming the check
+pickling, decoding from several threads at once, the code's own promise
+(:meth:`Code.promised_case`), and for a code with systematic workers
+(:attr:`Code.systematic_workers`) the systematic promise
+(:func:`check_systematic`). The first failure raises ``AssertionError`` naming the check
 and the code. No test framework is needed.
 
 Tolerances: two decodings that should agree may differ by rounding only, measured on the
@@ -30,7 +32,7 @@ from . import _arraylib
 from .codes import Code
 from .errors import InsufficientResultsError, MissingResultsError, NonFiniteResultWarning
 
-__all__ = ["CHECKS", "check_binding", "check_code"]
+__all__ = ["CHECKS", "check_binding", "check_code", "check_systematic"]
 
 try:  # torch is optional: its checks run only where it is installed
     import torch
@@ -111,6 +113,13 @@ def _quiet(call, *args):
     """``call(*args)``, failing on any warning."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        return call(*args)
+
+
+def _ignoring_warnings(call, *args):
+    """``call(*args)`` with its warnings (erasures, a GCV grid's edge) ignored."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         return call(*args)
 
 
@@ -388,6 +397,10 @@ def check_decode_details(code: Code, rng) -> None:
     _close(details.estimates, code.decode(Y, alive), _roundoff(code, alive, Y), "decode_details().estimates")
     assert details.alive.tolist() == sorted(alive.tolist()) and details.erased.size == 0
     assert all(isinstance(key, str) for key in details.info)
+    exact = details.info["exact"]
+    assert isinstance(exact, np.ndarray) and exact.dtype == bool and exact.shape == (code.num_inputs,), (
+        f"info['exact'] must be a bool array of shape (K,), got {exact!r}"
+    )
 
 
 def check_pickling(code: Code, rng) -> None:
@@ -489,6 +502,62 @@ def check_relabelled_workers(code: Code, rng) -> None:
         _close(got, expected, _roundoff(code, alive, Y, 1e-9), f"decode of {alive.size} relabelled results")
 
 
+def check_systematic(code: Code, rng) -> None:
+    """``systematic_inputs`` (N,) and ``systematic_workers`` (K,) agree (the first worker of
+    each input, -1 where none); for a code with systematic workers: ``encode`` sends each
+    of them its raw input, bit for bit; with every systematic worker returned and random
+    parity results, the estimates of those inputs are their results bit for bit, numpy
+    and torch, and ``info["exact"]`` is True there; with some inputs' systematic workers
+    missing (or returning NaN), ``info["exact"]`` is False for those inputs and the others
+    keep their results."""
+    inputs, workers = np.asarray(code.systematic_inputs), np.asarray(code.systematic_workers)
+    k, n = code.num_inputs, code.num_workers
+    assert inputs.shape == (n,) and np.issubdtype(inputs.dtype, np.integer), f"systematic_inputs: {inputs!r}"
+    assert workers.shape == (k,) and np.issubdtype(workers.dtype, np.integer), f"workers: {workers!r}"
+    assert np.all((inputs >= -1) & (inputs < k)), "systematic_inputs outside -1..K-1"
+    first = [int(np.flatnonzero(inputs == i)[0]) if np.any(inputs == i) else -1 for i in range(k)]
+    assert workers.tolist() == first, "systematic_workers is not each input's first systematic worker"
+    if np.all(workers < 0):
+        return
+    X = rng.standard_normal((k, 3))
+    raw = np.flatnonzero(inputs >= 0)
+    coded = code.encode(X)
+    assert np.array_equal(_numpy(coded)[raw], X[inputs[raw]]), "a systematic worker is not sent its raw input"
+    covered = workers >= 0
+    truth = np.tanh(X)
+    Y = 10 * rng.standard_normal((n, 3))  # the parity workers' results: anything
+    Y[raw] = np.tanh(X[inputs[raw]])
+    parity = np.setdiff1d(np.arange(n), raw)
+    extra = rng.choice(parity, int(rng.integers(0, parity.size + 1)), replace=False)
+    alive = rng.permutation(np.union1d(raw, extra))
+    if alive.size < code.min_results:
+        alive = rng.permutation(np.arange(n))
+    for kind in ("numpy", "torch") if torch is not None else ("numpy",):
+        results = Y[alive] if kind == "numpy" else torch.from_numpy(Y[alive])
+        details = _ignoring_warnings(code.decode_details, results, alive)
+        assert np.array_equal(_numpy(details.estimates)[covered], truth[covered]), (
+            f"{kind}: a returned systematic worker's result is not its input's estimate, bit for bit"
+        )
+        assert details.info["exact"][covered].all(), "info['exact'] is False for a returned systematic input"
+    # some inputs' systematic workers missing: those inputs are not exact
+    lost = rng.choice(np.flatnonzero(covered), int(rng.integers(1, covered.sum() + 1)), replace=False)
+    kept = np.flatnonzero(covered & ~np.isin(np.arange(k), lost))
+    fewer = alive[~np.isin(inputs[alive], lost)]
+    nan_row = np.isin(inputs[alive], lost[:1])  # one lost input's workers return NaN instead
+    with_nan = np.where(nan_row[:, None], np.nan, Y[alive])
+    for results, used in ((Y[fewer], fewer), (with_nan, alive)):
+        try:
+            details = _ignoring_warnings(code.decode_details, results, used)
+        except (InsufficientResultsError, MissingResultsError):
+            continue
+        if results is with_nan:
+            lost = lost[:1]
+        assert not details.info["exact"][lost].any(), "info['exact'] is True for an input with no result"
+        assert details.info["exact"][kept].all() and np.array_equal(
+            _numpy(details.estimates)[kept], truth[kept]
+        ), "a returned systematic input lost its result when others went missing"
+
+
 def check_complete(code: Code, rng) -> None:
     """``complete`` is a bool, true for every worker; and what it calls complete decodes."""
     everyone = np.arange(code.num_workers)
@@ -562,5 +631,6 @@ CHECKS = [
     check_thread_safety,
     check_promise,
     check_relabelled_workers,
+    check_systematic,
     check_complete,
 ]

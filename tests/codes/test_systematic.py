@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import codedcomputing as cc
+from codedcomputing.testing import check_code, check_systematic
 
 
 def test_non_systematic_codes_report_no_systematic_worker():
@@ -59,3 +60,157 @@ def test_uncoded_torch_rows_bit_for_bit():
     details = code.decode_details(Y, [2, 0])
     assert torch.equal(details.estimates[[0, 2]], Y[[1, 0]])
     assert details.info["exact"].tolist() == [True, False, True]
+
+
+# == systematic GCC and BACC =================================================================
+
+SYSTEMATIC = [
+    (cls, parity, assignment)
+    for cls in (cc.GCC, cc.BACC)
+    for parity, assignment in [(p, "natural") for p in cc.codes.base.PARITIES] + [("between", "golden")]
+]
+
+
+@pytest.mark.parametrize(("cls", "parity", "assignment"), SYSTEMATIC)
+def test_systematic_codes_pass_the_conformance_suite(cls, parity, assignment):
+    ran = check_code(lambda k, n: cls(k, n, systematic=True, parity=parity, assignment=assignment))
+    assert "check_systematic" in ran
+
+
+def test_systematic_gcc_variants_pass_the_conformance_suite():
+    check_code(lambda k, n: cc.GCC(k, n, 1e-4, "gcv", systematic=True), sizes=((3, 7),))
+    check_code(lambda k, n: cc.GCC(k, n, decoding="spline", points="equispaced", systematic=True))
+
+
+class _EncodesThroughTheSpline(cc.GCC):
+    """Sends systematic workers the encoder's value at their point."""
+
+    def _copy_systematic(self, encoded, X):
+        return encoded
+
+
+class _DecodesThroughTheSpline(cc.GCC):
+    """Reports the systematic inputs exact but keeps the decoder's estimates."""
+
+    def _keep_systematic(self, estimates, Y, alive):
+        return estimates, np.isin(np.arange(self.num_inputs), self.systematic_inputs[alive])
+
+
+@pytest.mark.parametrize(
+    ("cls", "message"), [(_EncodesThroughTheSpline, "raw input"), (_DecodesThroughTheSpline, "bit for bit")]
+)
+def test_check_systematic_catches_a_code_that_is_exact_only_to_rounding(cls, message):
+    code = cls(6, 20, 1e-3, 1e-3, systematic=True)  # smoothing: the splines miss the points
+    with pytest.raises(AssertionError, match=message):
+        check_systematic(code, np.random.default_rng(0))
+
+
+def test_workers_0_to_k_minus_1_sit_at_the_inputs_points():
+    code = cc.GCC(10, 15, systematic=True)
+    assert code.systematic_workers.tolist() == list(range(10))
+    assert code.systematic_inputs.tolist() == list(range(10)) + [-1] * 5
+    np.testing.assert_array_equal(code.beta[:10], code.alpha)
+    X = np.random.default_rng(3).normal(size=(10, 4)).astype(np.float32)
+    coded = code.encode(X)
+    assert coded.dtype == np.float32 and np.array_equal(coded[:10], X)
+
+
+def _between(sorted_alpha, counts):
+    """Parity points placed by hand: ``counts[i]`` equally spaced inside gap i."""
+    return np.concatenate(
+        [
+            a + (b - a) * np.arange(1, c + 1) / (c + 1)
+            for a, b, c in zip(sorted_alpha[:-1], sorted_alpha[1:], counts, strict=True)
+        ]
+    )
+
+
+def test_parity_between_fills_the_gaps_evenly():
+    alpha = np.array([-0.5, 0.0, 0.2, 0.9])
+    # N - K = 3 = K - 1: one per gap, at the midpoints
+    code = cc.GCC(4, 7, systematic=True, alpha=alpha)
+    np.testing.assert_allclose(code.beta[4:], [-0.25, 0.1, 0.55], rtol=0, atol=1e-15)
+    # N - K = 7 > K - 1: two per gap, the extra one in the middle gap
+    code = cc.BACC(4, 11, systematic=True, alpha=alpha)
+    np.testing.assert_allclose(code.beta[4:], _between(alpha, [2, 3, 2]), rtol=0, atol=1e-15)
+    # N - K = 1 < K - 1
+    assert cc.GCC(4, 5, systematic=True, alpha=alpha).beta[4] == pytest.approx(0.1)
+
+
+def test_parity_ends_and_nearest():
+    code = cc.GCC(4, 8, systematic=True, parity="ends")
+    parity = np.sort(code.beta[4:])
+    assert parity[0] == -1.0 and parity[-1] == 1.0
+    np.testing.assert_allclose(parity[1:-1], np.sort(_between(np.sort(code.alpha), [1, 0, 1])))
+    code = cc.GCC(4, 8, systematic=True, parity="nearest")
+    family = cc.points.chebyshev_second(8)
+    # the four family points nearest the inputs are replaced by them; the other four stay
+    assert np.isin(code.beta[4:], family).all() and not np.isin(code.beta[:4], family).any()
+    assert {-1.0, 1.0} <= set(code.beta[4:].tolist())
+
+
+def test_golden_assignment_permutes_only_the_parity_workers():
+    natural, golden = (cc.GCC(5, 20, systematic=True, assignment=a) for a in ("natural", "golden"))
+    np.testing.assert_array_equal(golden.beta[:5], natural.beta[:5])
+    assert not np.array_equal(golden.beta[5:], natural.beta[5:])
+    np.testing.assert_array_equal(np.sort(golden.beta[5:]), natural.beta[5:])
+
+
+def test_explicit_points_find_the_systematic_workers():
+    beta = np.array([0.9, -0.3, 0.1, -1.0, 0.5])
+    code = cc.GCC(2, 5, systematic=True, alpha=[0.1, -1.0], beta=beta)
+    assert code.systematic_inputs.tolist() == [-1, -1, 0, 1, -1]
+    assert code.systematic_workers.tolist() == [2, 3]
+    # beta alone: the inputs go to the beta points nearest the family's data points
+    code = cc.BACC(2, 5, systematic=True, beta=beta)
+    assert set(code.alpha.tolist()) <= set(beta.tolist()) and (code.systematic_workers >= 0).all()
+
+
+def test_systematic_decode_returns_the_workers_results_and_decodes_the_rest():
+    """A missing input is decoded as the non-systematic decoder would from the same results
+    (the same code with the same points, systematic=False), and the returned ones are copied."""
+    rng = np.random.default_rng(5)
+    for cls in (cc.GCC, cc.BACC):
+        code = cls(6, 12, systematic=True)
+        plain = cls(6, 12, alpha=code.alpha, beta=code.beta)
+        X = rng.normal(size=(6, 4))
+        Y = np.sin(code.encode(X))
+        alive = np.setdiff1d(np.arange(12), [2, 7])
+        details = code.decode_details(Y[alive], alive)
+        assert details.info["exact"].tolist() == [True, True, False, True, True, True]
+        np.testing.assert_array_equal(
+            np.delete(details.estimates, 2, axis=0), np.sin(np.delete(X, 2, axis=0))
+        )
+        np.testing.assert_allclose(details.estimates[2], plain.decode(Y[alive], alive)[2], rtol=1e-12)
+
+
+def test_manifold_bound_code_names_its_snapped_workers():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(8, 5))
+    bound = cc.ManifoldGCC(8, 12).bind(X)
+    workers = bound.systematic_workers
+    assert (workers >= 0).all() and np.unique(workers).size == 8
+    np.testing.assert_array_equal(bound.beta[workers], bound.alpha)
+    np.testing.assert_array_equal(bound.encode(X)[workers], X)
+    assert (cc.ManifoldGCC(8, 12, systematic=False).bind(X).systematic_workers == -1).all()
+    with pytest.warns(cc.errors.MoreInputsThanWorkersWarning):
+        assert (cc.ManifoldGCC(8, 6).bind(X).systematic_workers == -1).all()  # K > N: not snapped
+
+
+# == bad input ================================================================================
+
+
+@pytest.mark.parametrize("cls", [cc.GCC, cc.BACC])
+def test_bad_systematic_input_names_the_parameter(cls):
+    with pytest.raises(ValueError, match="num_inputs <= num_workers"):
+        cls(6, 5, systematic=True)
+    with pytest.raises(ValueError, match="beta must hold"):
+        cls(2, 4, systematic=True, alpha=[0.1, 0.2], beta=[0.1, 0.3, 0.5, 0.7])
+    for flag in (1, "yes", None, np.array([True])):
+        with pytest.raises(ValueError, match="systematic must be True or False"):
+            cls(2, 4, systematic=flag)
+    for parity in ("middle", None, 1):
+        with pytest.raises(ValueError, match="parity must be one of"):
+            cls(2, 4, systematic=True, parity=parity)
+    with pytest.raises(ValueError, match="alpha"):
+        cls(2, 4, systematic=True, alpha=[0.1, 0.1])

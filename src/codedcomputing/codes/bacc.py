@@ -27,8 +27,10 @@ class BACC(Code):
     ----------
     num_inputs, num_workers : int
         K >= 1 inputs, N >= 2 workers (``K > N`` warns).
-    points, alpha, beta, assignment
-        As for :class:`~codedcomputing.GCC`.
+    points, alpha, beta, assignment, systematic, parity
+        As for :class:`~codedcomputing.GCC`. Systematic: worker k (k < K) computes ``f(x_k)``
+        raw, and a decode returns it bit for bit when it arrived (a Berrut interpolant
+        passes through its nodes anyway).
 
     References
     ----------
@@ -61,11 +63,21 @@ class BACC(Code):
         alpha=None,
         beta=None,
         assignment: str = "natural",
+        systematic: bool = False,
+        parity: str = "between",
     ):
         super().__init__(
-            num_inputs, num_workers, points=points, alpha=alpha, beta=beta, assignment=assignment
+            num_inputs,
+            num_workers,
+            points=points,
+            alpha=alpha,
+            beta=beta,
+            assignment=assignment,
+            systematic=systematic,
+            parity=parity,
         )
         self.assignment = assignment
+        self.systematic, self.parity = bool(systematic), parity
         self.encoder_matrix = read_only(berrut_matrix(self.alpha, self.beta))
 
     def decoder_matrix(self, alive) -> np.ndarray:
@@ -75,7 +87,11 @@ class BACC(Code):
         return self._decoder(alive)
 
     def promised_case(self, rng):
-        """Equal inputs through a nonlinear ``f``, from a random alive set."""
+        """Equal inputs through a nonlinear ``f``, from a random alive set; for a systematic
+        code, half the time, any inputs through any ``f`` from every systematic worker and
+        random parity workers."""
+        if self.systematic and rng.integers(2):
+            return self._systematic_case(rng)
         X = np.repeat(rng.normal(size=(1, 3)), self.num_inputs, axis=0)
         alive = np.sort(rng.choice(self.num_workers, rng.integers(1, self.num_workers + 1), replace=False))
         return X, np.sin, alive
@@ -84,7 +100,7 @@ class BACC(Code):
         return read_only(berrut_matrix(self.beta[alive_sorted], self.alpha))
 
     def _encode(self, X):
-        return _arraylib.apply_matrix(self.encoder_matrix, X)
+        return self._copy_systematic(_arraylib.apply_matrix(self.encoder_matrix, X), X)
 
     def _decode(self, Y, alive):
         order = np.argsort(alive, kind="stable")

@@ -15,12 +15,16 @@ from typing import ClassVar
 import numpy as np
 
 from .. import _arraylib
-from .._validation import check_count, check_real_array
+from .._validation import check_choice, check_count, check_flag, check_real_array
 from ..errors import InsufficientResultsError, MoreInputsThanWorkersWarning, NonFiniteResultWarning
+from ..layout import _snap_to
+from ..points import ASSIGNMENTS, POINT_FAMILIES, make_points
 from ..points import assignment as worker_assignment
-from ..points import make_points
 
-__all__ = ["Code", "Decoded", "check_count"]
+__all__ = ["PARITIES", "Code", "Decoded", "check_count", "systematic_points"]
+
+#: Where a systematic code's N - K parity workers sit (:func:`systematic_points`).
+PARITIES = ("between", "ends", "nearest")
 
 
 def resolve_points(points: str, alpha, beta, num_inputs: int, num_workers: int, assignment: str = "natural"):
@@ -33,6 +37,101 @@ def resolve_points(points: str, alpha, beta, num_inputs: int, num_workers: int, 
     alpha = alpha_default if alpha is None else check_points(alpha, num_inputs, "alpha")
     beta = beta_default if beta is None else check_points(beta, num_workers, "beta")
     return alpha, beta
+
+
+def systematic_points(
+    points: str,
+    alpha,
+    beta,
+    num_inputs: int,
+    num_workers: int,
+    parity: str = "between",
+    assignment: str = "natural",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(alpha, beta, inputs)`` of a systematic code: K of the N worker points are the inputs'
+    points ``alpha``, and ``inputs[n]`` is the input worker n computes raw (-1: parity).
+
+    With ``beta`` not given, workers ``0..K-1`` sit at ``alpha`` (worker k at ``alpha_k``),
+    and workers ``K..N-1`` at the ``N - K`` parity points ``parity`` names, in the order
+    ``assignment`` names (natural: sorted), with ``a_0 < ... < a_{K-1}`` the sorted ``alpha``:
+
+    - ``"between"``: in the ``K - 1`` gaps between neighbouring inputs, as evenly as the
+      count allows (``floor((N - K) / (K - 1))`` per gap, one more in evenly spread gaps),
+      equally spaced inside each gap; with ``K = 1``, as ``"nearest"``;
+    - ``"ends"``: the first two at the interval's ends (-1 and 1, or one end gap beyond the
+      outermost inputs when those lie on or beyond +-1), where decoders otherwise
+      extrapolate; the rest as ``"between"``;
+    - ``"nearest"``: the family's N worker points, the K nearest the inputs (in order, least
+      total displacement, :func:`~codedcomputing.layout.snap_to`) moved onto them; the other
+      ``N - K`` stay (for Chebyshev points: their ends +-1 and denser near the ends).
+
+    With ``beta`` given, it is kept (worker order as given): with ``alpha`` given too, every
+    ``alpha_k`` must be one of its points (exactly); without, the inputs go to the ``beta``
+    points nearest the family's data points (in order, least total displacement).
+    """
+    check_choice(points, "points", POINT_FAMILIES)
+    check_choice(assignment, "assignment", ASSIGNMENTS)
+    check_choice(parity, "parity", PARITIES)
+    if num_inputs > num_workers:
+        raise ValueError(
+            f"systematic=True puts every input at a worker's point: it needs num_inputs <= num_workers, "
+            f"got num_inputs = {num_inputs} > num_workers = {num_workers}"
+        )
+    if beta is not None:
+        beta = check_points(beta, num_workers, "beta")
+        if alpha is None:
+            alpha = _snap_to(make_points(points, num_inputs, kind="data"), beta)
+        else:
+            alpha = check_points(alpha, num_inputs, "alpha")
+        inputs = np.full(num_workers, -1, dtype=np.intp)
+        where = {point: n for n, point in enumerate(beta.tolist())}
+        missing = [k for k, point in enumerate(alpha.tolist()) if point not in where]
+        if missing:
+            raise ValueError(
+                f"beta must hold every input's point alpha_k when systematic=True: alpha[{missing[0]}] = "
+                f"{alpha[missing[0]]!r} is none of beta's points ({len(missing)} of alpha missing)"
+            )
+        inputs[[where[point] for point in alpha.tolist()]] = np.arange(num_inputs)
+        return alpha, beta, inputs
+    if alpha is None:
+        alpha = make_points(points, num_inputs, kind="data")
+    else:
+        alpha = check_points(alpha, num_inputs, "alpha")
+    parities = _parity_points(np.sort(alpha), num_workers, points, parity)
+    if parities.size:
+        parities = parities[worker_assignment(parities.size, assignment)]
+    beta = np.concatenate([alpha, parities])
+    if np.unique(beta).size != num_workers:  # only explicit alpha can meet a parity point
+        raise ValueError(f"alpha meets a parity point of parity={parity!r}; give beta explicitly")
+    inputs = np.r_[np.arange(num_inputs), np.full(parities.size, -1)].astype(np.intp)
+    return alpha, beta, inputs
+
+
+def _parity_points(sorted_alpha: np.ndarray, num_workers: int, points: str, parity: str) -> np.ndarray:
+    """The ``N - K`` parity points of :func:`systematic_points`, sorted. No checks are performed."""
+    k = sorted_alpha.size
+    count = num_workers - k
+    if count == 0:
+        return np.zeros(0)
+    if parity == "nearest" or k == 1:
+        family = np.sort(make_points(points, num_workers, kind="workers"))
+        taken = np.isin(family, _snap_to(sorted_alpha, family))
+        return family[~taken]
+    ends = np.zeros(0)
+    if parity == "ends":
+        low = -1.0 if sorted_alpha[0] > -1 else sorted_alpha[0] - (sorted_alpha[1] - sorted_alpha[0])
+        high = 1.0 if sorted_alpha[-1] < 1 else sorted_alpha[-1] + (sorted_alpha[-1] - sorted_alpha[-2])
+        ends = np.array([low, high])[: min(2, count)]
+        count -= ends.size
+    gaps = k - 1
+    per_gap = np.full(gaps, count // gaps)
+    extra = count % gaps
+    per_gap[((np.arange(extra) + 0.5) * gaps / extra).astype(int) if extra else []] += 1
+    inside = [
+        sorted_alpha[i] + (sorted_alpha[i + 1] - sorted_alpha[i]) * np.arange(1, c + 1) / (c + 1)
+        for i, c in enumerate(per_gap)
+    ]
+    return np.sort(np.concatenate([ends, *inside]))
 
 
 def read_only(array):
@@ -129,11 +228,22 @@ class Code(ABC):
     decoder_cache_size: ClassVar[int] = 64
 
     def __init__(
-        self, num_inputs, num_workers, *, points="chebyshev", alpha=None, beta=None, assignment="natural"
+        self,
+        num_inputs,
+        num_workers,
+        *,
+        points="chebyshev",
+        alpha=None,
+        beta=None,
+        assignment="natural",
+        systematic=False,
+        parity="between",
     ):
         self.num_inputs = check_count(num_inputs, "num_inputs", 1)
         self.num_workers = check_count(num_workers, "num_workers", self.min_workers)
-        if self.num_inputs > self.num_workers:
+        systematic = check_flag(systematic, "systematic")
+        check_choice(parity, "parity", PARITIES)
+        if self.num_inputs > self.num_workers and not systematic:
             warnings.warn(
                 f"num_inputs = {self.num_inputs} exceeds num_workers = {self.num_workers}: fewer coded "
                 "results than inputs recover them only approximately, even with no straggler "
@@ -142,10 +252,16 @@ class Code(ABC):
                 stacklevel=3,
             )
         self.points, self._point_order = points, assignment
-        alpha, beta = self._resolve_points(points, alpha, beta)
+        if systematic:
+            alpha, beta, inputs = systematic_points(
+                points, alpha, beta, self.num_inputs, self.num_workers, parity, assignment
+            )
+        else:
+            alpha, beta = self._resolve_points(points, alpha, beta)
         self._alpha = read_only(np.array(alpha, dtype=np.float64))
         self._beta = read_only(np.array(beta, dtype=np.float64))
-        inputs = np.array(self._systematic_assignment(), dtype=np.intp)
+        if not systematic:
+            inputs = np.array(self._systematic_assignment(), dtype=np.intp)
         self._systematic_inputs = read_only(inputs)
         self._systematic_workers = read_only(first_workers(inputs, self.num_inputs))
         self.clear_cache()
@@ -330,6 +446,29 @@ class Code(ABC):
         """``(N,)``: the input each worker computes raw, -1 for a parity worker (called once,
         after the points are resolved; systematic codes override it)."""
         return np.full(self.num_workers, -1, dtype=np.intp)
+
+    def _systematic_case(self, rng: np.random.Generator):
+        """The systematic promise as a :meth:`promised_case`: any inputs through any ``f``,
+        from every systematic worker and a random share of the others."""
+        X = rng.normal(size=(self.num_inputs, 3))
+        raw = np.flatnonzero(self._systematic_inputs >= 0)
+        extra = rng.choice(self.num_workers, rng.integers(0, self.num_workers + 1), replace=False)
+        alive = np.union1d(raw, extra)
+        if alive.size < self.min_results:
+            alive = np.arange(self.num_workers)
+        return X, np.tanh, alive
+
+    def _copy_systematic(self, encoded, X):
+        """``encoded`` with each systematic worker's row replaced by its raw input, bit for bit
+        (a systematic code's encoder calls this last)."""
+        workers = np.flatnonzero(self._systematic_inputs >= 0)
+        if workers.size == 0:
+            return encoded
+        if not _arraylib.is_torch(encoded) and (
+            not encoded.flags.writeable or np.may_share_memory(encoded, X)
+        ):
+            encoded = encoded.copy()
+        return _arraylib.set_rows(encoded, workers, _arraylib.take_rows(X, self._systematic_inputs[workers]))
 
     def _keep_systematic(self, estimates, Y, alive: np.ndarray):
         """``(estimates, returned)``: the estimates with every input whose systematic worker

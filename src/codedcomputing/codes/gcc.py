@@ -90,7 +90,22 @@ class GCC(Code):
         block of neighbouring workers (a rack) straggling together leaves spread-out holes
         rather than one wide gap. Measured (``benchmarks/bench_contiguous.py``, K = 10,
         N = 50, a block of 10 neighbouring workers): BACC's MSE over GCC's 1.03 natural,
-        143 golden.
+        143 golden. With ``systematic=True`` it orders the parity workers only.
+    systematic : bool, default False
+        Put K of the N workers at the inputs' points: worker k (k < K) is sent ``x_k``
+        itself, bit for bit, and computes ``f(x_k)``; a decode returns that result as input
+        k's estimate, bit for bit, whenever worker k is in ``alive`` (``info["exact"]``),
+        and decodes only the others (from every result, the systematic ones included).
+        ``systematic_workers`` is then ``0..K-1``; with explicit ``beta``, the workers whose
+        point is an ``alpha_k`` (every ``alpha_k`` must be one; without ``alpha``, the inputs
+        go to the ``beta`` points nearest the family's data points). Needs ``K <= N``.
+        With ``lambda_enc > 0`` the systematic workers still get the raw inputs, not the
+        smoothed curve.
+    parity : {"between", "ends", "nearest"}, default "between"
+        Where the ``N - K`` parity workers ``K..N-1`` sit when ``systematic``: in the gaps
+        between neighbouring inputs, evenly; two at the ends +-1 and the rest between; or at
+        the family's worker points that the inputs did not take
+        (:func:`~codedcomputing.codes.base.systematic_points`). Measured: ``docs/codes.rst``.
 
     References
     ----------
@@ -126,11 +141,21 @@ class GCC(Code):
         alpha=None,
         beta=None,
         assignment: str = "natural",
+        systematic: bool = False,
+        parity: str = "between",
     ):
         super().__init__(
-            num_inputs, num_workers, points=points, alpha=alpha, beta=beta, assignment=assignment
+            num_inputs,
+            num_workers,
+            points=points,
+            alpha=alpha,
+            beta=beta,
+            assignment=assignment,
+            systematic=systematic,
+            parity=parity,
         )
         self.assignment = assignment
+        self.systematic, self.parity = bool(systematic), parity
         self._lambda_enc = check_lambda(lambda_enc, "lambda_enc")
         if isinstance(lambda_dec, str) and lambda_dec != "gcv":
             raise ValueError(f"lambda_dec must be a number >= 0 or 'gcv', got {lambda_dec!r}")
@@ -180,7 +205,11 @@ class GCC(Code):
         """Inputs affine in ``alpha`` through an affine ``f``, from a random alive set (for the
         adaptive decoders, one holding the outermost workers: beyond them they hold their
         ends; so they promise nothing when some ``alpha_k`` lies outside every worker's
-        point, as explicit points may place it: then None)."""
+        point, as explicit points may place it: then None). For a systematic code, half the
+        cases are its systematic promise instead: any inputs through any ``f``, from every
+        systematic worker and random others."""
+        if self.systematic and rng.integers(2):  # half the cases: the systematic promise
+            return self._systematic_case(rng)
         if self.adaptive and (self.alpha.min() < self.beta.min() or self.alpha.max() > self.beta.max()):
             return None
         a, b = rng.normal(size=(2, 3))
@@ -219,8 +248,10 @@ class GCC(Code):
 
     def _encode(self, X):
         if self.encoder is None:
-            return _arraylib.apply_matrix(np.ones((self.num_workers, 1)), X)
-        return self.encoder(X)
+            encoded = _arraylib.apply_matrix(np.ones((self.num_workers, 1)), X)
+        else:
+            encoded = self.encoder(X)
+        return self._copy_systematic(encoded, X)
 
     def _decode(self, Y, alive):
         order = np.argsort(alive, kind="stable")

@@ -421,8 +421,10 @@ class ManifoldGCC(Code):
     3. **systematic** (default True): each ``alpha_k`` then moved to a distinct worker's
        point ``beta_n``, keeping the order, with the least total displacement
        (:func:`~codedcomputing.layout.snap_to`): the worker there computes ``f(x_k)``
-       itself, and every decoder passes through it, so input k is exact whenever that
-       worker returns (every input, with no straggler). Needs ``K <= N`` (else skipped).
+       itself, raw (the bound code is a systematic GCC: its ``systematic_workers`` name
+       these workers), and a decode returns that worker's result as input k's estimate, bit
+       for bit, whenever it returns (every input, with no straggler; ``info["exact"]``).
+       Needs ``K <= N`` (else skipped).
 
     The bound code is a :class:`~codedcomputing.GCC` with those ``alpha`` (in the batch's
     own row order, so estimates come back in input order) and this code's ``beta``,
@@ -641,11 +643,12 @@ class ManifoldGCC(Code):
             if self.spacing == "centripetal":  # square roots of the chords (Catmull-Rom's choice)
                 gaps = np.sqrt(gaps)
             sorted_alpha = layout._arc_positions(gaps, base)
-        if self.systematic and self.num_inputs <= self.num_workers:
+        snapped = self.systematic and self.num_inputs <= self.num_workers
+        if snapped:
             sorted_alpha = layout._snap_to(sorted_alpha, self.beta)
         alpha = np.empty(self.num_inputs)
         alpha[order] = sorted_alpha  # input order[i] sits at the i-th point
-        bound = GCC(
+        bound = GCC(  # snapped: the workers at the inputs' points compute them raw
             self.num_inputs,
             self.num_workers,
             self.lambda_enc,
@@ -653,6 +656,7 @@ class ManifoldGCC(Code):
             decoding=self.decoding,
             alpha=alpha,
             beta=self.beta,
+            systematic=snapped,
         )
         bound.layout = Layout(
             order=order, alpha=alpha, seconds=time.perf_counter() - start, components=geometry.components
