@@ -67,6 +67,48 @@ def test_replication_answers_are_each_first_copy_bit_for_bit_at_its_arrival():
     assert answers.report.decoded is None and answers.report.timed_out
 
 
+SYSTEMATIC_CODES = {
+    "gcc": lambda k, n: cc.GCC(k, n, systematic=True),
+    "bacc": lambda k, n: cc.BACC(k, n, systematic=True),
+    "manifold": lambda k, n: cc.ManifoldGCC(k, n),  # systematic by default
+}
+
+
+@pytest.mark.parametrize("name", SYSTEMATIC_CODES)
+def test_systematic_codes_answer_own_inputs_on_arrival_and_decode_the_rest_at_tau(name):
+    num_inputs, num_workers, tau = 6, 9, 1.0
+    X = inputs(num_inputs, dim=4)
+    code = SYSTEMATIC_CODES[name](num_inputs, num_workers)
+    bound = code.bind(X)  # the layout the executor binds too (ManifoldGCC's depends on X)
+    systematic = np.asarray(bound.systematic_inputs)
+    assert sorted(systematic[systematic >= 0].tolist()) == list(range(num_inputs))
+    latency = 0.2 + 0.05 * np.arange(num_workers)
+    latency[np.isin(systematic, [0, 3])] = 5.0  # inputs 0 and 3: their own workers miss tau
+    answers = cc.CodedExecutor(code, f, cc.SimulatedCluster(delays=trace(latency))).run_queries(X, tau=tau)
+
+    workers, seconds = first_copies(systematic, latency, num_inputs, tau)
+    assert answers.answered_by.tolist() == workers.tolist() and (workers >= 0).sum() == num_inputs - 2
+    own = workers >= 0
+    np.testing.assert_array_equal(answers.answered_s[own], seconds[own])
+    np.testing.assert_array_equal(answers.answered_s[~own], [tau, tau])  # decoded at tau
+    assert answers.report.timed_out and answers.report.wait_s == tau and answers.error is None
+    assert answers.exact.tolist() == own.tolist() and answers.answered.all()
+    for k in np.flatnonzero(own):
+        assert answers.estimates[k].tobytes() == f(X[k : k + 1])[0].tobytes()
+    alive = np.flatnonzero(latency <= tau)  # an independent decode of what arrived by tau
+    expected = bound.decode(f(bound.encode(X))[alive], alive)
+    np.testing.assert_allclose(answers.estimates[~own], expected[~own], rtol=1e-10, atol=1e-12)
+
+
+def test_the_coverage_check_depends_on_the_list_alone():
+    from codedcomputing.runtime.executor import _Coverage
+
+    coverage = _Coverage(np.array([0, 1, -1, 0, 1]), 2)  # worker -> its input
+    assert not coverage([0, 2]) and coverage([0, 2, 4])  # a longer list: counted on
+    assert not coverage([2, 3]) and coverage([4, 3]) and not coverage([4])  # any other: afresh
+    assert not _Coverage(np.array([0, 0, -1]), 2)([0, 1, 2])  # input 1 has no worker of its own
+
+
 def test_the_call_ends_when_every_input_has_its_own_answer_and_nothing_is_decoded():
     code = cc.Uncoded(4)
     latency = np.array([0.5, 0.2, 0.9, 0.4])
@@ -122,6 +164,26 @@ def test_decode_failure_keeps_the_inputs_answered_by_their_own_workers():
     assert answers.answered.tolist() == [True, True, False, True]
     assert isinstance(answers.error, MissingResultsError) and "[2]" in str(answers.error)
     assert 2 in answers.report.failed
+
+
+def test_inputs_a_filling_code_fills_in_are_not_answered():
+    cluster = cc.SimulatedCluster(delays=trace([0.1, 0.2, 0.3, 0.4]), faults=F.Fixed({1: "nan"}))
+    calls = []
+    answers = cc.CodedExecutor(cc.Uncoded(4, fill=-7.0), f, cluster).run_queries(
+        inputs(4), tau=1.0, on_answer=lambda k, e, x, s: calls.append(k)
+    )
+    assert answers.answered.tolist() == [True, False, True, True] and calls == [0, 2, 3]
+    assert np.isnan(answers.answered_s[1]) and not answers.exact[1] and answers.error is None
+    assert (answers.estimates[1] == -7.0).all()  # the code's fill, marked unanswered
+
+
+def test_an_exception_in_on_answer_ends_the_call_and_propagates():
+    def on_answer(k, estimate, exact, seconds):
+        raise KeyError("the caller's own bug")
+
+    executor = cc.CodedExecutor(cc.Uncoded(2), f, cc.SimulatedCluster(delays=trace([0.1, 0.2])))
+    with pytest.raises(KeyError, match="own bug"):
+        executor.run_queries(inputs(2), tau=1.0, on_answer=on_answer)
 
 
 @pytest.mark.parametrize("kind", ["raise", "nan", "hang"])
