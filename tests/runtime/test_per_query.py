@@ -306,3 +306,31 @@ def test_ray_answers_on_arrival_through_the_same_path(local_ray):
     assert calls[0][1] < ended - 0.5  # delivered during the wait
     np.testing.assert_array_equal(answers.estimates[:2], np.tanh(X[:2]))
     assert np.all(answers.answered_s[:2] >= [0.05, 0.2]) and isinstance(answers.error, MissingResultsError)
+
+
+def test_answer_times_match_the_frontier_experiment_s_closed_forms_on_the_same_draws():
+    """The frontier experiment computes per-query latencies from delay draws without running
+    anything; run_queries on the simulated clock must give the same times on those draws."""
+    from codedcomputing.experiments import frontier
+
+    num_inputs, num_workers, tau, calls = 10, 15, 1.2, 40
+    draws = cc.delays.Bimodal(base=1.0, p=0.1, slowdown=10.0).sample(
+        calls * num_workers, np.random.default_rng(5)
+    )
+    draws = draws.reshape(calls, num_workers)
+    X = inputs(num_inputs)
+    code = cc.GCC(num_inputs, num_workers, systematic=True)
+    executor = cc.CodedExecutor(code, f, cc.SimulatedCluster(delays=D.Trace(draws)))
+    answered = np.array([executor.run_queries(X, tau=tau).answered_s for _ in range(calls)])
+    own = draws[:, code.systematic_workers]
+    expected, _ = frontier.systematic_latency(own, draws, tau, code.min_results)
+    np.testing.assert_array_equal(answered, expected)
+    assert 0 < (answered == tau).mean() < 0.5  # both kinds of answer occur
+
+    executor = cc.CodedExecutor(
+        cc.GCC(num_inputs, num_workers), f, cc.SimulatedCluster(delays=D.Trace(draws))
+    )
+    answered = np.array([executor.run_queries(X, wait_for=12).answered_s for _ in range(calls)])
+    np.testing.assert_array_equal(
+        answered, np.repeat(frontier.wait_latency(draws, 12)[:, None], num_inputs, 1)
+    )
