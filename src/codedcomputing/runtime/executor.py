@@ -292,8 +292,10 @@ class CodedExecutor:
         estimates, exact = self._answers(decoded, gathered.results, own_rows, num_inputs)
         answered = ~missing
         if decoded is not None:
-            # Uncoded and replication built with fill= fill in what no worker returned: no answer.
-            answered |= ~np.isin(np.arange(num_inputs), decoded.info.get("missing", []))
+            answered[:] = True
+            filled = decoded.info.get("missing", ())
+            if len(filled):  # uncoded and replication built with fill=: the fill is no answer
+                answered[np.asarray(filled, dtype=np.int64)] = False
             # The master sees a decoded answer when the decode ends (on a virtual clock the
             # decode is instantaneous, so simulated latencies stay reproducible).
             virtual = isinstance(self.cluster, SimulatedCluster)
@@ -427,7 +429,7 @@ class _Coverage:
     def __init__(self, systematic: np.ndarray, num_inputs: int):
         self.systematic = systematic.tolist()
         self.num_inputs = num_inputs
-        self.possible = bool(np.isin(np.arange(num_inputs), systematic).all())
+        self.possible = bool(np.all(np.bincount(systematic[systematic >= 0], minlength=num_inputs) > 0))
         self._reset()
 
     def _reset(self) -> None:
