@@ -203,6 +203,18 @@ def reference_decode(X, missing, coded, Y, alive, bank, neighbours, amplitude, l
     return out
 
 
+def draw_batch(pool: np.ndarray, K: int, factor: int, rng) -> np.ndarray:
+    """K queries: drawn at random (``factor`` 1), or the queries of one of the ``factor``
+    groups of K consecutive ones in the chain order of ``factor x K`` random queries (a
+    server that holds a queue of that many and groups similar ones)."""
+    if factor == 1:
+        return pool[rng.choice(len(pool), K, replace=False)]
+    queue = pool[rng.choice(len(pool), factor * K, replace=False)]
+    order = cc.ManifoldGCC(len(queue), len(queue), systematic=False).bind(queue).layout.order
+    group = rng.integers(factor)
+    return queue[np.sort(order[group * K : (group + 1) * K])]
+
+
 # design -> (code, decoder)
 DESIGNS = {
     "manifold": ("manifold", "gcc"),
@@ -216,6 +228,9 @@ DESIGNS = {
     "surrogate": ("between", "surrogate"),
     "between+kernel+ref": ("between", "kernel+ref"),
     "replicate": (None, None),
+    # with --reference-order only
+    "manifold-ref": ("manifold-ref", "gcc"),
+    "manifold-ref+kernel": ("manifold-ref", "kernel"),
 }
 BASELINE = "manifold"
 
@@ -234,6 +249,8 @@ def trial(f, X, N, rng, params) -> dict:
         "between": of_gcc(cc.GCC(K, N, alpha=loose.alpha, beta=np.sort(np.r_[loose.alpha, parity])), X),
         "group": group_code(X, loose.layout.order, N),
     }
+    if params["reference_code"] is not None:  # the chain on geodesics through training images
+        codes["manifold-ref"] = of_gcc(params["reference_code"].bind(X), X)
     estimates = {}
     for name, coded in codes.items():
         dead = np.r_[coded.systematic[missing], coded.parities[mask]]
@@ -318,6 +335,19 @@ def main() -> None:
     parser.add_argument("--amplitude", type=float, default=1.0, help="kernel: RBF amplitude a")
     parser.add_argument("--length", type=float, default=0.5, help="kernel: RBF length l (times s)")
     parser.add_argument("--neighbours", type=int, default=20, help="reference images per missing query")
+    parser.add_argument(
+        "--pool-factor",
+        type=int,
+        default=1,
+        help="> 1: each batch is one of the groups of K cut from the chain order of a pool of "
+        "factor x K queries (queries grouped by similarity); 1: K queries drawn at random",
+    )
+    parser.add_argument(
+        "--reference-order",
+        type=int,
+        default=0,
+        help="> 0: also ManifoldGCC with this many training images as reference (geodesic order)",
+    )
     parser.add_argument("--designs", nargs="+", default=None, help="a subset to print (all are run)")
     parser.add_argument("--bootstrap", type=int, default=2000)
     args = parser.parse_args()
@@ -335,8 +365,13 @@ def main() -> None:
     )
     say(
         f"model {args.model}; {'calibration' if args.calibrate else 'report'} split, seed {seed}; "
+        f"batches: {'random' if args.pool_factor == 1 else f'grouped from queues of {args.pool_factor} K'}; "
         f"reference bank: {len(bank[0])} training images' outputs in {time.perf_counter() - start:.1f} s"
     )
+    reference = None
+    if args.reference_order:
+        picks = np.random.default_rng(seed).choice(len(data.train_x), args.reference_order, replace=False)
+        reference = data.train_x[picks]
     params = {
         "local": args.local,
         "amplitude": args.amplitude,
@@ -353,10 +388,13 @@ def main() -> None:
         for level in args.levels:
             N = round(level * K)
             rng = np.random.default_rng([seed, K, N])
-            correct = {d: [] for d in DESIGNS}
+            params["reference_code"] = (
+                cc.ManifoldGCC(K, N, reference=reference) if reference is not None else None
+            )
+            correct = {d: [] for d in DESIGNS if reference is not None or not d.startswith("manifold-ref")}
             start = time.perf_counter()
             for _ in range(trials):
-                X = pool[rng.choice(len(pool), K, replace=False)]
+                X = draw_batch(pool, K, args.pool_factor, rng)
                 for design, count in trial(f, X, N, rng, params).items():
                     correct[design].append(count)
             seconds = time.perf_counter() - start
