@@ -712,20 +712,20 @@ KNOB_NAMES = {"tau": "over tau", "w": "over w"}
 
 
 def plot(rows: list[dict], out_dir: Path) -> list[Path]:
-    """``frontier.png``: p99.9 latency (log) against accuracy, a panel per regime (columns)
-    and resource level (rows); each coded scheme a line over its knob, the exact baselines
+    """``frontier.png``: p99.9 latency (log) against accuracy, a panel per regime (rows) and
+    resource level (columns); each coded scheme a line over its knob, the exact baselines
     single points; error bars: 95% bootstrap intervals of both. Points more than 15 points
     below the model's accuracy are drawn at the axis' left edge, hollow."""
     plt = pyplot()
     regimes = list(dict.fromkeys(row["regime"] for row in rows))
     levels = sorted({row["level"] for row in rows if row["level"] > 1})
     fig, axes = plt.subplots(
-        len(levels), len(regimes), figsize=(3.6 * len(regimes), 3.0 * len(levels)), squeeze=False
+        len(regimes), len(levels), figsize=(3.8 * len(levels), 3.0 * len(regimes)), squeeze=False
     )
     model_acc = rows[0]["model_acc"]
     left = model_acc - 0.15
-    for axes_row, level in zip(axes, levels, strict=True):
-        for ax, regime in zip(axes_row, regimes, strict=True):
+    for axes_row, regime in zip(axes, regimes, strict=True):
+        for ax, level in zip(axes_row, levels, strict=True):
             mine = [r for r in rows if r["regime"] == regime and r["level"] in (level, 1.0)]
             for scheme in dict.fromkeys(r["scheme"] for r in mine):
                 points = sorted(
