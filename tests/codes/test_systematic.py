@@ -214,3 +214,18 @@ def test_bad_systematic_input_names_the_parameter(cls):
             cls(2, 4, systematic=True, parity=parity)
     with pytest.raises(ValueError, match="alpha"):
         cls(2, 4, systematic=True, alpha=[0.1, 0.1])
+
+
+def test_half_precision_and_autograd_keep_the_systematic_rows():
+    code = cc.GCC(5, 8, systematic=True)
+    X = torch.randn(5, 3, dtype=torch.bfloat16)
+    coded = code.encode(X)
+    assert coded.dtype == torch.bfloat16 and torch.equal(coded[:5], X)
+    Y = torch.tanh(coded.float()).to(torch.bfloat16)
+    estimates = code.decode(Y[[0, 2, 5, 7]], [0, 2, 5, 7])
+    assert estimates.dtype == torch.bfloat16 and torch.equal(estimates[[0, 2]], Y[[0, 2]])
+    X = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    code.decode(torch.tanh(code.encode(X))[[1, 3, 6]], [1, 3, 6]).sum().backward()
+    # input 1 returned raw: its estimate is tanh(x_1), so its gradient is 1 - tanh^2 (plus
+    # what it contributes to the decoded inputs through the encoder)
+    assert X.grad is not None and torch.isfinite(X.grad).all() and (X.grad[1] != 0).all()
