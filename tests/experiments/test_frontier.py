@@ -60,18 +60,19 @@ def test_hedge_is_the_primary_or_the_backup_sent_at_the_delay(delay):
     assert frontier.hedged_share(primary, delay) == hedged / primary.size
 
 
-def test_parity_reconstructs_a_query_once_the_parity_and_the_others_arrived():
+@pytest.mark.parametrize("tau", [None, 1.02, 1.5, 8.2])
+def test_parity_reconstructs_a_query_once_the_parity_and_the_others_arrived(tau):
     own, parity = DRAWS[:, :4], DRAWS[:, 4:6]  # k = 2: queries (0, 1) and (2, 3)
-    latency, rebuilt = frontier.parity_latency(own, parity, 2)
+    latency, rebuilt = frontier.parity_latency(own, parity, 2, tau)
     for g in range(2):
         for q in range(4):
             group = q // 2
             others = [own[g, j] for j in range(2 * group, 2 * group + 2) if j != q]
-            at = max(parity[g, group], *others)
+            at = max(parity[g, group], *others, 0.0 if tau is None else tau)
             assert latency[g, q] == min(own[g, q], at)
             assert rebuilt[g, q] == (at < own[g, q])
-    # group (0, 1) of the first draw: query 1 (9.0) rebuilt at max(parity 1.2, 1.0)
-    assert latency[0, 1] == 1.2 and rebuilt[0, 1]
+    if tau is None:  # group (0, 1) of the first draw: query 1 (9.0) rebuilt at max(parity 1.2, 1.0)
+        assert latency[0, 1] == 1.2 and rebuilt[0, 1]
 
 
 def test_parity_with_ties_and_larger_groups():
@@ -139,6 +140,7 @@ def test_systematic_arithmetic_agrees_with_run_queries_where_the_codes_name_thei
         (lambda: frontier.systematic_latency([1.0], [1.0, 2.0], math.nan), "tau"),
         (lambda: frontier.systematic_latency([1.0], [1.0, 2.0], math.inf), "tau"),
         (lambda: frontier.hedge_latency([1.0], [1.0], -0.1), "delay"),
+        (lambda: frontier.parity_latency([1.0, 2.0], [1.0], 2, tau=0.0), "tau"),
         (lambda: frontier.hedged_share([1.0], -1.0), "delay"),
         (lambda: frontier.check_config(dataclasses.replace(TINY, levels=(0.9,))), "levels"),
         (lambda: frontier.check_config(dataclasses.replace(TINY, taus=(0.0,))), "taus"),
@@ -198,6 +200,7 @@ def test_exact_schemes_agree_with_the_model_and_systematic_latency_stays_by_tau(
     parm = [row for row in rows if row["scheme"] == "parm-k2"]
     assert parm and all(row["rel_acc"] == 1.0 for row in parm)
     assert any(row["degraded_share"] > 0 and row["degraded_acc"] == 1.0 for row in parm)
+    assert len(parm) == len(TINY.taus) * len(TINY.regimes)
 
 
 def test_under_heavy_stragglers_a_systematic_code_cuts_the_tail_and_decodes_some_queries(rows):
