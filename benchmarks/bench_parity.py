@@ -1,15 +1,16 @@
 """Learned parity models (ParM), the learned baseline of coded inference: training time and
 degraded-mode accuracy on the MNIST test split, for groups of k = 2 and 4.
 
-Each parity model is loaded from the cache or trained with its default recipe
-(:func:`codedcomputing.models.parity.load_parity`; the training seconds are the ones
-measured when it was trained, as stored in its sidecar). The 1,000 test images are cut into
+Each parity model is loaded from the cache or trained with its model's default recipe
+(``parity.RECIPES``; ``--encoders`` replaces its encoder) by
+``codedcomputing.models.parity.load_parity``; the training seconds are the ones measured
+when it was trained, as stored in its sidecar. The 1,000 test images are cut into
 random groups of k (one draw per k, the same for every model and encoder), and every query of
 every group is decoded as if it alone were missing: F_P(P) - the sum of the other k - 1
 outputs. Figures are means over all (group, missing query) pairs with 95% bootstrap
 intervals over groups; the encoders are compared in pairs (the same resampled groups).
 
-    python benchmarks/bench_parity.py                        # LeNet-5, k = 2 and 4, addition
+    python benchmarks/bench_parity.py                        # LeNet-5, k = 2 and 4, its recipe
     python benchmarks/bench_parity.py --encoders addition concatenation
     python benchmarks/bench_parity.py --models lenet5 vit    # trains the ViT's parity models too
     python benchmarks/bench_parity.py --epochs 2             # a quick look (another cache entry)
@@ -56,7 +57,9 @@ def main() -> None:
     )
     parser.add_argument("--models", nargs="+", default=["lenet5"], choices=sorted(models.MODELS))
     parser.add_argument("--ks", nargs="+", type=int, default=[2, 4])
-    parser.add_argument("--encoders", nargs="+", default=["addition"], choices=parity.ENCODERS)
+    parser.add_argument(
+        "--encoders", nargs="+", choices=parity.ENCODERS, help="default: the model's recipe's encoder"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the test groups and the bootstrap")
     parser.add_argument("--draws", type=int, default=2000, help="bootstrap resamples")
     parser.add_argument("--retrain", action="store_true", help="train the parity models again")
@@ -73,8 +76,8 @@ def main() -> None:
         say(f"\n{name}: deployed model's test accuracy {deployed.test_accuracy:.2%}")
         for k in args.ks:
             results = {}
-            for encoder in args.encoders:
-                recipe = parity.ParityRecipe(encoder=encoder)
+            for encoder in args.encoders or [parity.RECIPES[name].encoder]:
+                recipe = dataclasses.replace(parity.RECIPES[name], encoder=encoder)
                 if args.epochs is not None:
                     recipe = dataclasses.replace(recipe, epochs=args.epochs)
                 started = time.perf_counter()

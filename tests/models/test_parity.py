@@ -44,7 +44,7 @@ def test_the_subtraction_decoder_is_exact_for_a_linear_model():
     group = rng.random((3, 1, 8, 8))  # k = 3 queries
     with torch.no_grad():
         outputs = f(torch.as_tensor(group)).numpy()
-        parity_output = f(torch.as_tensor(parity.encode(group)[None])).numpy()[0]
+        parity_output = f(torch.as_tensor(parity.encode(group, "addition")[None])).numpy()[0]
     for missing in range(3):
         others = np.delete(outputs, missing, axis=0)
         np.testing.assert_allclose(parity.reconstruct(parity_output, others), outputs[missing], atol=1e-10)
@@ -60,7 +60,7 @@ def test_the_evaluation_scores_an_exact_parity_model_perfectly_and_a_wrong_one_n
     data = datasets.digits()
     images, labels = data.test_x[:120], data.test_y[:120]
     f = Linear(8)
-    result = parity.evaluate_parity(f, f, images, labels, 4, rng=3)
+    result = parity.evaluate_parity(f, f, images, labels, 4, encoder="addition", rng=3)
     assert result.groups.shape == (30, 4) and sorted(result.groups.ravel()) == list(range(120))
     summary = result.summary()
     assert summary["relative_accuracy"] == 1.0 and summary["parity_r2"] == pytest.approx(1.0, abs=1e-12)
@@ -68,14 +68,15 @@ def test_the_evaluation_scores_an_exact_parity_model_perfectly_and_a_wrong_one_n
     assert np.array_equal(result.label_correct, result.base_correct)
     truth = f(torch.as_tensor(images)).argmax(1).numpy() == labels
     assert summary["base_accuracy"] == pytest.approx(truth.mean())
-    wrong = parity.evaluate_parity(f, Linear(8, seed=1), images, labels, 4, rng=3).summary()
+    wrong = parity.evaluate_parity(f, Linear(8, seed=1), images, labels, 4, encoder="addition", rng=3)
+    wrong = wrong.summary()
     assert wrong["relative_accuracy"] < 0.5 and wrong["parity_r2"] < 0.5
 
 
 def test_the_addition_encoder_sums_and_the_concatenation_encoder_tiles_shrunk_queries():
     rng = np.random.default_rng(2)
     queries = rng.random((5, 4, 1, 28, 28)).astype(np.float32)
-    np.testing.assert_allclose(parity.encode(queries), queries.sum(1), rtol=1e-6)
+    np.testing.assert_allclose(parity.encode(queries, "addition"), queries.sum(1), rtol=1e-6)
     tiled = parity.encode(queries, "concatenation")
     assert tiled.shape == (5, 1, 28, 28)
     # k = 4: a 2 x 2 grid of 14 x 14 cells, each the 2 x 2 block means of its query
@@ -131,7 +132,7 @@ def test_the_cache_key_is_base_k_and_both_recipes(cache):
         *(
             parity.parity_path("lenet5", 2, dataclasses.replace(TINY, **{f.name: v}), base_recipe=TINY_BASE)
             for f, v in zip(
-                dataclasses.fields(TINY), ["concatenation", 2, 201, 1e-3, 0.0, 51, False, 1], strict=True
+                dataclasses.fields(TINY), ["addition", 2, 201, 1e-3, 0.0, 51, False, 1], strict=True
             )
         ),
     }
@@ -141,7 +142,7 @@ def test_the_cache_key_is_base_k_and_both_recipes(cache):
 @pytest.mark.slow
 def test_load_parity_trains_once_then_reads_the_cache(cache, monkeypatch):
     first = parity.load_parity("lenet5", 2, TINY, base_recipe=TINY_BASE, progress=False)
-    assert first.k == 2 and first.encoder == "addition" and first.training_seconds > 0
+    assert first.k == 2 and first.encoder == "concatenation" and first.training_seconds > 0
     assert set(first.validation) == set(parity.VALIDATION)
     assert 0.0 <= first.validation["relative_accuracy"] <= 1.0
     meta = json.loads(
