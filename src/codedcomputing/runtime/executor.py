@@ -179,18 +179,8 @@ class CodedExecutor:
             gathered = self._attacked(code, gathered)
         start = time.perf_counter()
         try:
-            if gathered.results is None:
-                raise InsufficientResultsError(
-                    f"{self.code.name}: no usable result arrived "
-                    f"({len(gathered.failed)} failed, {gathered.dropped.size} dropped)",
-                    needed=self.code.min_results,
-                    alive=[],
-                )
-            decoded = code.decode_details(gathered.results, gathered.alive)
+            decoded = self._decode(code, gathered)
         except (InsufficientResultsError, MissingResultsError) as err:
-            summary = gathered.workers.failure_summary()
-            if summary:  # say why the workers failed, not only that they did
-                err.args = (f"{err.args[0]}; {summary}", *err.args[1:])
             err.report = _report(gathered, encode_s, time.perf_counter() - start)
             err.results = gathered.results
             raise
