@@ -199,6 +199,23 @@ def test_a_failing_systematic_worker_is_a_straggler_its_copy_answers(kind):
     assert (1 in answers.report.failed) == (kind != "hang")
 
 
+def test_on_threads_a_raising_or_nan_f_is_a_straggler_and_the_other_inputs_are_answered():
+    X = inputs(4)
+    X[1, 0], X[2, 0] = 1000.0, -1000.0  # f raises on input 1 and returns NaN on input 2
+
+    def fragile(x):
+        if (x[:, 0] > 500).any():
+            raise RuntimeError("worker crashed")
+        return np.where(x[:, :1] < -500, np.nan, f(x))
+
+    with cc.ThreadCluster(num_threads=4, delays=trace([0.01, 0.02, 0.03, 0.04])) as cluster:
+        answers = cc.CodedExecutor(cc.Uncoded(4), fragile, cluster).run_queries(X, tau=2.0)
+    assert answers.answered.tolist() == [True, False, False, True]
+    assert set(answers.report.failed) == {1, 2} and "worker crashed" in answers.report.failed[1]
+    np.testing.assert_array_equal(answers.estimates[[0, 3]], f(X[[0, 3]]))
+    assert isinstance(answers.error, MissingResultsError) and answers.report.wait_s < 1.0  # no wait for tau
+
+
 def test_a_worker_of_the_wrong_shape_is_refused_when_the_shape_is_declared():
     code = cc.Replication(2, 2)
     cluster = cc.SimulatedCluster(delays=trace([0.1, 0.2, 0.3, 0.4]), faults=F.Fixed({0: "shape"}))
