@@ -155,8 +155,12 @@ def test_load_parity_trains_once_then_reads_the_cache(cache, monkeypatch):
 
     monkeypatch.setattr(parity, "train_parity", no_training)
     second = parity.load_parity("lenet5", 2, TINY, base_recipe=TINY_BASE)
-    x = torch.as_tensor(parity.encode(datasets.digits().test_x[:16].reshape(8, 2, 1, 8, 8)))
+    groups = datasets.digits().test_x[:16].reshape(8, 2, 1, 8, 8)
+    x = torch.as_tensor(parity.encode(groups))
     assert torch.equal(first(x), second(x)) and not second.training
+    np.testing.assert_array_equal(parity.parity_function(second)(groups), first(x).detach().numpy())
+    with pytest.raises(ValueError, match="groups"):
+        parity.parity_function(second)(groups.reshape(4, 4, 1, 8, 8))
     assert second.training_seconds == first.training_seconds and second.validation == first.validation
 
 

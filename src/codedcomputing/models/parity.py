@@ -39,6 +39,7 @@ import json
 import math
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -61,6 +62,7 @@ __all__ = [
     "encode",
     "evaluate_parity",
     "load_parity",
+    "parity_function",
     "parity_path",
     "reconstruct",
     "train_parity",
@@ -144,6 +146,22 @@ def encode(queries, encoder: str = "concatenation"):
             parity[:, :, top : top + cell_h, left : left + cell_w] = cells[:, i]
         parity = parity.reshape(*lead, channels, height, width)
     return parity.numpy() if is_numpy else parity
+
+
+def parity_function(parity) -> Callable[[np.ndarray], np.ndarray]:
+    """A parity model from :func:`load_parity` as a numpy batch function over groups: queries
+    ``(G, k, C, H, W)`` in, ``F_P(encode(group))`` ``(G, num_classes)`` float32 out, encoded
+    with the model's own ``encoder``, without autograd."""
+    import torch
+
+    def f(groups: np.ndarray) -> np.ndarray:
+        groups = np.asarray(groups, dtype=np.float32)
+        if groups.ndim != 5 or groups.shape[1] != parity.k:
+            raise ValueError(f"groups must have shape (G, {parity.k}, C, H, W), got {groups.shape}")
+        with torch.no_grad():
+            return parity(torch.as_tensor(encode(groups, parity.encoder))).numpy()
+
+    return f
 
 
 def reconstruct(parity_output, other_outputs):
