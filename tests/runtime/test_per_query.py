@@ -141,6 +141,28 @@ def test_non_systematic_codes_answer_every_input_at_the_decode(make_code):
     assert sorted(answers.report.alive.tolist()) == np.flatnonzero(latency <= 0.9).tolist()
 
 
+def test_a_decode_rule_of_the_caller_s_decides_when_the_rest_is_decoded():
+    code = cc.GCC(4, 7, systematic=True)
+    systematic = np.asarray(code.systematic_inputs)
+    latency = np.where(systematic >= 0, 0.1, 0.0) + 0.1 * np.arange(7)
+    latency[np.isin(systematic, [1, 3])] = 5.0  # their own workers are slow
+    seen = []
+
+    def two_parities(alive):  # decode once two parity workers are in
+        seen.append(alive)
+        return (systematic[alive] < 0).sum() >= 2
+
+    answers = cc.CodedExecutor(code, f, cc.SimulatedCluster(delays=trace(latency))).run_queries(
+        inputs(4), tau=3.0, wait_for=two_parities
+    )
+    second_parity = np.sort(latency[systematic < 0])[1]
+    np.testing.assert_array_equal(answers.answered_s[[1, 3]], [second_parity] * 2)
+    own = np.flatnonzero(systematic >= 0)[[0, 2]]
+    np.testing.assert_array_equal(answers.answered_s[[0, 2]], latency[own])
+    assert answers.report.wait_s == second_parity and not answers.report.timed_out
+    assert all(isinstance(alive, np.ndarray) and alive.dtype == np.int64 for alive in seen)
+
+
 def test_lcc_at_its_threshold_is_exact_at_the_decode():
     code = cc.LCC(3, 8, degree=2)  # threshold (3 - 1) * 2 + 1 = 5
     latency = np.random.default_rng(2).permutation(np.arange(1, 9) / 10)
@@ -284,6 +306,8 @@ def test_bad_arguments_name_themselves():
     executor = cc.CodedExecutor(cc.GCC(2, 4), f, cc.SimulatedCluster())
     with pytest.raises(ValueError, match="wait_for"):
         executor.run_queries(inputs(2), tau=1.0, wait_for=9)
+    with pytest.raises(ValueError, match="wait_for"):
+        executor.run_queries(inputs(2), tau=1.0, wait_for="all")
     with pytest.raises(ValueError, match="on_answer"):
         executor.run_queries(inputs(2), tau=1.0, on_answer=3)
     attacked = cc.SimulatedCluster(faults=F.Adversarial(cc.adversaries.Random(1, bound=10.0)))

@@ -188,7 +188,12 @@ class CodedExecutor:
         return Result(estimates=decoded.estimates, alive=decoded.alive, report=report)
 
     def run_queries(
-        self, X, tau: float | None = None, *, wait_for: int | None = None, on_answer: Callable | None = None
+        self,
+        X,
+        tau: float | None = None,
+        *,
+        wait_for: int | Callable | None = None,
+        on_answer: Callable | None = None,
     ) -> Answers:
         """Answers per input: each as soon as its own result arrives, the rest decoded.
 
@@ -200,7 +205,11 @@ class CodedExecutor:
 
         - every input answered by its own worker (no decode runs);
         - ``wait_for`` usable results in (``None``: the code is complete,
-          :meth:`Code.complete`, as in :meth:`run`);
+          :meth:`Code.complete`, as in :meth:`run`), or, for a callable ``wait_for``, once
+          ``wait_for(alive)`` is true for the workers whose usable results are in (an
+          ``(n,)`` int array, in arrival order; it must depend on them alone: a simulated
+          cluster calls it on the arrivals ahead to plan its work), e.g. once enough
+          parity workers are in;
         - ``tau`` seconds after dispatch (``None``: no deadline);
         - nothing more can arrive.
 
@@ -221,7 +230,16 @@ class CodedExecutor:
         :class:`~codedcomputing.runtime.faults.Adversarial` faults is refused: that model
         corrupts the gathered results after the wait, after the answers went out.
         """
-        wait_for = self._wait_for(wait_for)
+        if callable(wait_for):  # a rule of the caller's on the arrived workers
+            rule = wait_for
+            wait_for = lambda alive: bool(rule(np.asarray(alive, dtype=np.int64)))  # noqa: E731
+        elif wait_for is None or isinstance(wait_for, (int, np.integer)):
+            wait_for = self._wait_for(wait_for)
+        else:
+            raise ValueError(
+                "wait_for must be an integer number of results, a predicate on the arrived "
+                f"workers, or None, got {wait_for!r}"
+            )
         if tau is not None:
             tau = check_number(tau, "tau (seconds after dispatch, or None)", low=0.0, low_open=True)
         if on_answer is not None and not callable(on_answer):
@@ -256,11 +274,12 @@ class CodedExecutor:
         covers_all = _Coverage(systematic, num_inputs)
 
         def enough(alive: list[int]) -> bool:  # pure: the simulated clock looks ahead with it
-            if isinstance(wait_for, int) and len(alive) >= wait_for:
+            if isinstance(wait_for, int):
+                if len(alive) >= wait_for:
+                    return True
+            elif wait_for(alive):  # the caller's rule, or the code's complete
                 return True
-            if covers_all(alive):  # every input answered by its own worker
-                return True
-            return not isinstance(wait_for, int) and code.complete(alive)
+            return covers_all(alive)  # every input answered by its own worker
 
         call = self.cluster.submit(self.f, coded)
         collector = Collector(call.num_workers, enough, self.output_shape, on_usable=arrived)
