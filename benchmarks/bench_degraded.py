@@ -57,6 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import codedcomputing as cc
+from codedcomputing.codes.input_space import kernel_estimates
 
 LEVELS = (1.1, 1.25, 1.5, 2.0)
 MISSING_SHARE = 0.05
@@ -122,28 +123,6 @@ def invert(E, Y, alive, systematic, missing, fallback, local):
     return estimates
 
 
-def kernel_decode(Z, Y, alive, targets, amplitude, length, ridge=1e-8):
-    """GP posterior mean at ``targets`` from returned pairs (Z[alive], Y[alive]) (module
-    docstring's kernel)."""
-    inputs, outputs = Z[alive], Y[alive]
-    centre = inputs.mean(axis=0)
-    inputs, targets = inputs - centre, targets - centre
-    sq = np.sum(inputs**2, axis=1)
-    d2 = np.maximum(sq[:, None] + sq[None, :] - 2 * inputs @ inputs.T, 0.0)
-    scale2 = max(float(d2.mean()), 1e-12)
-    tq = np.sum(targets**2, axis=1)
-    t2 = np.maximum(tq[:, None] + sq[None, :] - 2 * targets @ inputs.T, 0.0)
-
-    def kernel(dot, dist2):
-        return 1.0 + dot / scale2 + amplitude * np.exp(-dist2 / (2 * length**2 * scale2))
-
-    gram = kernel(inputs @ inputs.T, d2)
-    gram[np.diag_indices_from(gram)] += ridge * np.trace(gram) / len(gram)
-    mean = outputs.mean(axis=0)
-    weights = np.linalg.solve(gram, outputs - mean)
-    return mean + kernel(targets @ inputs.T, t2) @ weights
-
-
 def systematic_workers(code) -> np.ndarray:
     """Worker of each input: the one whose point is the input's point (-1: none)."""
     where = {float(b): n for n, b in enumerate(code.beta)}
@@ -199,7 +178,7 @@ def reference_decode(X, missing, coded, Y, alive, bank, neighbours, amplitude, l
             rows = np.r_[alive, len(flat) + np.arange(neighbours)]
         else:
             inputs, outputs, rows = bank_x[near], bank_y[near], np.arange(neighbours)
-        out[i] = kernel_decode(inputs, outputs, rows, x, amplitude, length)[0]
+        out[i] = kernel_estimates(inputs, outputs[rows], rows, x, amplitude=amplitude, length=length)[0]
     return out
 
 
@@ -258,7 +237,9 @@ def trial(f, X, N, rng, params) -> dict:
         Y = f(coded.Z)
         targets = X.reshape(K, -1)[missing].astype(np.float64)
         flat = coded.Z.reshape(N, -1).astype(np.float64)
-        kernel = kernel_decode(flat, Y, alive, targets, params["amplitude"], params["length"])
+        kernel = kernel_estimates(
+            flat, Y[alive], alive, targets, amplitude=params["amplitude"], length=params["length"]
+        )
         if coded.gcc is not None:
             spline = np.asarray(coded.gcc.decode(Y[alive], alive))
         else:  # the group code has no line: the kernel decoder is the fallback
