@@ -18,9 +18,11 @@ workers. Per query, every scheme answers as follows (``T_n``: worker n's finish 
   ``min(T_k, max(tau, T_parity, T_others))``; knob: tau, as for the systematic codes (without
   it, a reconstruction that beats its own answer by the jitter's margin, a third of the
   queries with k = 2, would replace the exact answer by an approximate one). Run where
-  L = 1 + 1/k (k = 2 at 1.5x, k = 4 at 1.25x). The parity model is the deployed network itself
-  until a learned one is given (``parity`` column: ``deployed-model``); on the ``linear``
-  stand-in task that reconstruction is exact;
+  L = 1 + 1/k (k = 2 at 1.5x, k = 4 at 1.25x). The parity model (``parity`` column) is the
+  learned one of :mod:`codedcomputing.models.parity` (its own encoder, concatenation by
+  default; trained on first use, then cached), or with ``Config.parity = "deployed-model"`` the
+  network itself on the sum of the group's queries; on the ``linear`` stand-in task always the
+  latter, where the reconstruction is exact;
 - ``gcc-systematic``, ``bacc-systematic``, ``manifold-gcc`` (systematic codes, N = L K): query k
   is answered by its systematic worker if it returned by ``tau``, else decoded at ``tau`` from
   the workers back by then (later if fewer than the code's ``min_results`` were):
@@ -143,6 +145,9 @@ class Config:
     # per new alive set than the default gap-aware blend (0.69 ms against 9.9 ms at K = 20,
     # N = 30, measured); "auto" for the codes' default
     gcc_decoding: str = "spline"
+    # ParM's parity model: "learned" (codedcomputing.models.parity, trained on first use) or
+    # "deployed-model" (the network on the sum of the group's queries; always on "linear")
+    parity: str = "learned"
 
 
 QUICK = Config(
@@ -284,6 +289,8 @@ def check_config(config: Config) -> Config:
         check_number(fraction, "wait_fractions", low=0.0, high=1.0, low_open=True)
     for parity in config.parity_k:
         check_count(parity, "parity_k", 2)
+    if config.parity not in ("learned", "deployed-model"):
+        raise ValueError(f"parity must be 'learned' or 'deployed-model', got {config.parity!r}")
     rng = np.random.default_rng(0)
     for regime in config.regimes:
         delay_model(regime, Config(), rng)  # raises for an unknown one
@@ -373,12 +380,14 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
     truth = f(x.reshape(g * k, *x.shape[2:])).reshape(g, k, -1)
     model_label = truth.argmax(axis=2)
     model_acc = float(np.mean(model_label == y_label))
+    # loaded (or trained: minutes, with their own progress) before the bar starts
+    parity_models = _parity_models(config, k, progress)
     rows = []
     steps = len(config.levels) * (1 + len(config.regimes))
     with show_progress("frontier: levels x (codes + regimes)", steps, enabled=progress) as step:
         prepared = {}
         for level in config.levels:
-            prepared[level] = _coded_results(f, x, k, round(level * k), config)
+            prepared[level] = _coded_results(f, x, k, round(level * k), config, parity_models)
             step()
         for regime in config.regimes:
             rng = _task_rng(seed, "delays", regime)
@@ -393,22 +402,13 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
     return rows
 
 
-def _coded_results(f, x, k: int, n: int, config: Config) -> dict:
+def _coded_results(f, x, k: int, n: int, config: Config, parity_models: dict) -> dict:
     """Per coded scheme: ``(codes per group, positions per group (G, N), results (G, N, C))``:
     f computed once per group on all N coded inputs; ``"parity"``: ``{k: (G, K / k, C)}``, the
     parity model's outputs on the sums of k consecutive queries, where N = K + K / k."""
     g = x.shape[0]
-    sums = {
-        size: x.reshape(g, k // size, size, *x.shape[2:]).sum(axis=2)
-        for size in config.parity_k
-        if k % size == 0 and (n - k) * size == k
-    }
-    out = {
-        "parity": {
-            size: f(s.reshape(-1, *x.shape[2:])).reshape(g, k // size, -1).astype(np.float64)
-            for size, s in sums.items()
-        }
-    }
+    sizes = [size for size in parity_models if (n - k) * size == k]
+    out = {"parity": {size: _parity_outputs(f, x, size, parity_models[size]) for size in sizes}}
     decoding = config.gcc_decoding
     fixed = {
         "gcc-systematic": systematic_code("gcc", k, n, decoding=decoding),
@@ -475,7 +475,7 @@ def _cell(config, level, draws, coded, truth, y_label, model_label) -> list[dict
                 label == model_label,
                 rebuilt,
                 extra / k,
-                parity="deployed-model",
+                parity=parity_kind(config),
             )
     for scheme in SYSTEMATIC:
         codes, positions, y = coded[scheme]
@@ -510,10 +510,45 @@ def _cell(config, level, draws, coded, truth, y_label, model_label) -> list[dict
     return cell
 
 
+def parity_kind(config: Config) -> str:
+    """What computes ParM's parity: ``"learned"`` (the parity model of
+    :mod:`codedcomputing.models.parity` for the task's network, trained on first use) or
+    ``"deployed-model"`` (the network itself on the sum of the group's queries: exact for the
+    ``linear`` stand-in)."""
+    return "deployed-model" if config.task == "linear" or config.parity == "deployed-model" else "learned"
+
+
+def _parity_models(config: Config, k: int, progress: bool) -> dict:
+    """``{size: parity model (groups (G, size, ...) -> (G, C)) or None (the deployed network on
+    the sum)}`` for each group size of ``config.parity_k`` that some level runs."""
+    sizes = [
+        size
+        for size in config.parity_k
+        if k % size == 0 and any(round(level * k) - k == k // size for level in config.levels)
+    ]
+    if parity_kind(config) != "learned":
+        return dict.fromkeys(sizes)
+    from ..models import parity
+
+    return {
+        size: parity.parity_function(parity.load_parity(config.task, size, progress=progress))
+        for size in sizes
+    }
+
+
+def _parity_outputs(f, x, size: int, model) -> np.ndarray:
+    """``(G, K / size, C)``: the parity outputs of each group of ``size`` consecutive queries
+    (``model`` None: ``f`` on the group's sum)."""
+    g, k = x.shape[:2]
+    groups = x.reshape(g * (k // size), size, *x.shape[2:])
+    outputs = f(groups.sum(axis=1)) if model is None else model(groups)
+    return np.asarray(outputs, dtype=np.float64).reshape(g, k // size, -1)
+
+
 def _parm_estimates(truth, k: int, coded) -> np.ndarray:
     """ParM's reconstruction of every query from its group's parity output and the other
-    outputs, ``(G, K, C)``: ``P - sum of the others``. The parity model here is the deployed
-    network on the sum of the group's queries (``coded["parity"]``: its outputs, (G, K / k, C))."""
+    outputs, ``(G, K, C)``: ``P - sum of the others`` (``coded["parity"][k]``: the parity
+    outputs, (G, K / k, C))."""
     g, num, c = truth.shape
     parity = coded["parity"][k]  # (G, K / k, C)
     sums = truth.reshape(g, num // k, k, c).sum(axis=2, keepdims=True)
@@ -684,6 +719,7 @@ def headline(rows: list[dict]) -> Headline:
                 entry["hedge_p999"],
                 f"{ratio:.3g} [{low:.3g}, {high:.3g}]",
                 f"{hedge:.3g} [{hedge_low:.3g}, {hedge_high:.3g}]",
+                f"{entry['parm_p999']:.3g} at {entry['parm_accuracy']:.3f}" if entry["parm"] else "",
                 entry["verdict"],
             )
         )
@@ -701,6 +737,7 @@ def headline(rows: list[dict]) -> Headline:
             "hedge p99.9",
             "/ replication [95%]",
             "/ hedge [95%]",
+            "ParM p99.9 at accuracy",
             "coding",
         ),
         rows=table_rows,
