@@ -50,7 +50,7 @@ EXPECTED_S = {
     "manifold": (6, 220),
     "adversarial": (3, 50),
     "gradient-coding": (45, 420),
-    "frontier": (15, 900),
+    "frontier": (15, 450),
 }
 
 # The trained networks each experiment loads (trained on first use, then cached), and the
