@@ -1,7 +1,7 @@
 """Per-query latency and accuracy at equal resources: coding against replication, hedging and
 learned parity (``coded experiment frontier``).
 
-One *group* of K queries (MNIST test images for ``lenet5``) is dispatched at t = 0; each
+One *group* of K queries (MNIST test images for ``lenet5`` and ``vit``) is dispatched at t = 0; each
 worker's finish time is one draw of the regime's delay model, in units of the base service
 time (no queueing). At resource level L a scheme may use N = L K model calls' worth of
 workers. Per query, every scheme answers as follows (``T_n``: worker n's finish time):
@@ -91,7 +91,7 @@ from .records import (
 
 NAME = "frontier"
 SUMMARY = "per-query p50/p99/p99.9 and accuracy at equal resources: codes vs replication, hedging, ParM"
-TASKS = ("lenet5", "linear")
+TASKS = ("lenet5", "vit", "linear")
 SYSTEMATIC = ("gcc-systematic", "bacc-systematic", "manifold-gcc")
 NON_SYSTEMATIC = ("gcc", "bacc")
 CODED = (*SYSTEMATIC, *NON_SYSTEMATIC)
@@ -351,9 +351,9 @@ def _task_rng(seed: int, *key) -> np.random.Generator:
 
 def _task(config: Config, seed: int, progress: bool):
     """``(f, queries (Q, ...), labels (Q,))``: the pool the groups draw from."""
-    if config.task == "lenet5":
+    if config.task in models.MODELS:
         data = datasets.mnist()
-        return models.numpy_function("lenet5", progress=progress), data.test_x, data.test_y
+        return models.numpy_function(config.task, progress=progress), data.test_x, data.test_y
     # the stand-in: points on a curve in R^100, f linear onto 10 classes, labels f's argmax
     rng = _task_rng(seed, "linear")
     embed, weights = manifold_map(rng, 1), rng.normal(size=(100, 10)) / 10.0
