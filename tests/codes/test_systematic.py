@@ -197,6 +197,21 @@ def test_manifold_bound_code_names_its_snapped_workers():
         assert (cc.ManifoldGCC(8, 6).bind(X).systematic_workers == -1).all()  # K > N: not snapped
 
 
+def test_manifold_thin_plate_bound_code_names_the_workers_at_the_inputs_sites():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(8, 5))
+    X[5] = X[2]  # identical inputs share a site: the first of them is the worker's
+    bound = cc.ManifoldGCC(8, 20, design="thin-plate").bind(X)
+    workers = bound.systematic_workers
+    assert bound.systematic and (np.delete(workers, 5) >= 0).all() and workers[5] == -1
+    np.testing.assert_array_equal(bound.worker_sites[workers[workers >= 0]], bound.sites[workers >= 0])
+    np.testing.assert_array_equal(bound.encode(X)[workers[:5]], X[:5])
+    rebuilt = type(bound)(**bound.get_params())
+    np.testing.assert_array_equal(rebuilt.systematic_inputs, bound.systematic_inputs)
+    plain = cc.ManifoldGCC(8, 20, design="thin-plate", systematic=False).bind(X)
+    assert not plain.systematic and (plain.systematic_workers == -1).all()
+
+
 # == bad input ================================================================================
 
 
@@ -214,6 +229,18 @@ def test_bad_systematic_input_names_the_parameter(cls):
             cls(2, 4, systematic=True, parity=parity)
     with pytest.raises(ValueError, match="alpha"):
         cls(2, 4, systematic=True, alpha=[0.1, 0.1])
+
+
+def test_bad_thin_plate_systematic_input_names_the_parameter():
+    from codedcomputing.codes.manifold import ThinPlateCode
+
+    sites, workers = np.array([[0.0, 0.0], [1.0, 0.5]]), np.array([[0.0, 0.0], [1.0, 0.0], [0.5, 0.5]])
+    with pytest.raises(ValueError, match="worker_sites must hold every input's site"):
+        ThinPlateCode(2, 3, sites=sites, worker_sites=workers, systematic=True)
+    with pytest.raises(ValueError, match="systematic must be True or False"):
+        ThinPlateCode(2, 3, sites=sites, worker_sites=workers, systematic="yes")
+    code = ThinPlateCode(2, 3, sites=sites[:1].repeat(2, axis=0), worker_sites=workers, systematic=True)
+    assert code.systematic_inputs.tolist() == [0, -1, -1] and code.systematic_workers.tolist() == [0, -1]
 
 
 def test_half_precision_and_autograd_keep_the_systematic_rows():

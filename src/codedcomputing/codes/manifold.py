@@ -13,7 +13,7 @@ from scipy.sparse import csr_array
 from scipy.sparse.csgraph import connected_components
 
 from .. import _arraylib, layout
-from .._validation import MAX_COUNT, check_choice, check_count, check_real_array
+from .._validation import MAX_COUNT, check_choice, check_count, check_flag, check_real_array
 from ..points import make_points
 from ..spline import check_lambda
 from .base import Code
@@ -187,6 +187,13 @@ class ThinPlateCode(Code):
         gives them one estimate.
     worker_sites : array_like, shape (N, m)
         Where the workers sit, in worker order.
+    systematic : bool, default False
+        Every input's site is a worker's site (exactly; ``ValueError`` naming
+        ``worker_sites`` otherwise): the first worker at input k's site is sent ``x_k`` itself
+        and a decode returns its result as input k's estimate, bit for bit
+        (:attr:`~codedcomputing.codes.Code.systematic_workers`; at a site that several
+        inputs share, the first of them). :meth:`ManifoldGCC.bind` builds it so when its
+        design includes the inputs' sites.
 
     ``alpha`` and ``beta`` are GCC's Chebyshev points, labels only: the geometry is
     ``sites`` and ``worker_sites``.
@@ -216,6 +223,7 @@ class ThinPlateCode(Code):
         *,
         sites,
         worker_sites,
+        systematic: bool = False,
     ):
         num_inputs = check_count(num_inputs, "num_inputs", 1, MAX_THIN_PLATE_POINTS)
         num_workers = check_count(num_workers, "num_workers", 2, MAX_THIN_PLATE_POINTS)
@@ -223,6 +231,16 @@ class ThinPlateCode(Code):
         lambda_dec = check_lambda(lambda_dec, "lambda_dec")
         sites = self._check_sites(sites, num_inputs, "sites", None)
         worker_sites = self._check_sites(worker_sites, num_workers, "worker_sites", sites.shape[1])
+        self.systematic = check_flag(systematic, "systematic")
+        self._site_inputs = _site_inputs(sites, worker_sites) if self.systematic else None
+        if self.systematic:
+            held = set(map(tuple, worker_sites.tolist()))
+            missing = [k for k, site in enumerate(map(tuple, sites.tolist())) if site not in held]
+            if missing:
+                raise ValueError(
+                    f"worker_sites must hold every input's site when systematic=True: sites[{missing[0]}] "
+                    f"is none of them ({len(missing)} of the sites missing)"
+                )
         super().__init__(num_inputs, num_workers)
         self.lambda_enc, self.lambda_dec = lambda_enc, lambda_dec
         self.sites, self.worker_sites = sites, worker_sites
@@ -276,14 +294,34 @@ class ThinPlateCode(Code):
         knots = self.worker_sites[alive_sorted]
         return _read_only(_canonical_map(knots, alive_sorted.size * self.lambda_dec, self.sites))
 
+    def _systematic_assignment(self) -> np.ndarray:
+        if self._site_inputs is None:
+            return super()._systematic_assignment()
+        return self._site_inputs
+
     def _encode(self, X):
-        return _arraylib.apply_matrix(self._encoder, X)
+        return self._copy_systematic(_arraylib.apply_matrix(self._encoder, X), X)
 
     def _decode(self, Y, alive):
         order = np.argsort(alive, kind="stable")
         if not np.all(order[:-1] < order[1:]):
             Y = _arraylib.take_rows(Y, order)
         return _arraylib.apply_matrix(self._decoder(alive[order]), Y), {}
+
+
+def _site_inputs(sites: np.ndarray, worker_sites: np.ndarray) -> np.ndarray:
+    """``(N,)``: the first input whose site is worker n's site (exactly), else -1; only the
+    first worker at a site gets one (a repeated worker site computes the coded value). No
+    checks are performed."""
+    first_input = {}
+    for k, site in enumerate(map(tuple, sites.tolist())):
+        first_input.setdefault(site, k)
+    inputs = np.full(len(worker_sites), -1, dtype=np.intp)
+    for n, site in enumerate(map(tuple, worker_sites.tolist())):
+        k = first_input.pop(site, None)
+        if k is not None:
+            inputs[n] = k
+    return inputs
 
 
 def _canonical_map(knots: np.ndarray, smoothing: float, targets: np.ndarray) -> np.ndarray:
@@ -666,7 +704,7 @@ class ManifoldGCC(Code):
     def _bind_sites(self, distinct: np.ndarray, inverse: np.ndarray, start: float) -> ThinPlateCode:
         k, n, count = self.num_inputs, self.num_workers, len(distinct)
         m = max(1, min(self.dimensions, count - 1))
-        components = 1
+        components, include = 1, self.systematic
         if count == 1:  # one input, or all equal: every site at 0, the workers on a line
             sites, workers = np.zeros((k, 1)), make_points(self.points, n, kind="workers")[:, None]
         else:
@@ -675,7 +713,10 @@ class ManifoldGCC(Code):
             include = self.systematic and count <= n
             workers = layout._hull_design(distinct_sites, n, include=include)
             sites = distinct_sites[inverse]  # identical inputs share their site
-        bound = ThinPlateCode(k, n, self.lambda_enc, self.lambda_dec, sites=sites, worker_sites=workers)
+        held = include and (_site_inputs(sites, workers) >= 0).sum() == count  # every site a worker's
+        bound = ThinPlateCode(
+            k, n, self.lambda_enc, self.lambda_dec, sites=sites, worker_sites=workers, systematic=held
+        )
         bound.layout = SiteLayout(
             sites=bound.sites,
             worker_sites=bound.worker_sites,
