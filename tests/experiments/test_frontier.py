@@ -273,15 +273,23 @@ def _cell_rows(p999: dict, accuracy: dict, regime="bimodal-p0.05-x10", level=1.5
 def test_claims_say_where_coding_wins_and_where_it_loses_from_the_rows():
     win = _cell_rows({"replication": 10.0, "hedge": 8.0, "manifold-gcc": 1.2}, {"manifold-gcc": 0.975})
     claims = claims_of("frontier", win)
-    assert [c.held for c in claims] == [True, True]
+    assert [c.held for c in claims] == [True, True, None]  # goal, every level, against ParM (no rows)
     assert "1.2" in claims[0].measured and "0.975" in claims[0].measured
+    assert "ParM" in claims[2].measured
     inaccurate = _cell_rows({"replication": 10.0, "hedge": 8.0, "manifold-gcc": 1.2}, {"manifold-gcc": 0.95})
     claims = claims_of("frontier", inaccurate)
-    assert [c.held for c in claims] == [False, False] and "loses (accuracy)" in claims[1].measured
+    assert [c.held for c in claims[:2]] == [False, False] and "loses (accuracy)" in claims[1].measured
     slow = _cell_rows({"replication": 10.0, "hedge": 2.0, "manifold-gcc": 1.5}, {})  # 0.75x hedging
     claims = claims_of("frontier", slow)
-    assert [c.held for c in claims] == [False, True]
+    assert [c.held for c in claims[:2]] == [False, True]
+    # against learned parity: held where ParM keeps accuracy only with a higher p99.9, or loses it
+    for parm, accuracy, held in ((5.0, 0.98, True), (1.0, 0.98, False), (1.0, 0.9, True)):
+        rows = _cell_rows(
+            {"replication": 10.0, "hedge": 8.0, "manifold-gcc": 1.2, "parm-k2": parm},
+            {"manifold-gcc": 0.975, "parm-k2": accuracy},
+        )
+        assert claims_of("frontier", rows)[2].held is held
     # a config whose goal regime has no rows: there, not measured, never left out
     config = dataclasses.replace(TINY, regimes=("bimodal-p0.02-x10", "bimodal-p0.05-x10"), levels=(1.5,))
     claims = claims_of("frontier", win, config)
-    assert len(claims) == 4 and claims[0].held is None and "bimodal-p0.02-x10" in claims[0].measured
+    assert len(claims) == 6 and claims[0].held is None and "bimodal-p0.02-x10" in claims[0].measured

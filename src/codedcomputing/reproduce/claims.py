@@ -739,6 +739,19 @@ def frontier_claims(rows: list[dict], config=None) -> list[Claim]:
             all(e["wins"] for e in found) and not missing,
         )
 
+    def against_parm(regime):
+        e = entry(regime, GOAL_LEVEL)
+        if not e["parm"]:
+            raise Unmeasured(f"no ParM rows at {regime} {GOAL_LEVEL:g}x")
+        parm_keeps = e["parm_accuracy"] >= e["model_acc"] - frontier.TOLERANCE
+        held = e["keeps_accuracy"] and (not parm_keeps or e["p999"] <= e["parm_p999"])
+        return (
+            f"{e['scheme']}: p99.9 {e['p999']:.3g} at accuracy {e['accuracy']:.3f}; {e['parm']}: p99.9 "
+            f"{e['parm_p999']:.3g} at accuracy {e['parm_accuracy']:.3f} (model {e['model_acc']:.3f})",
+            f"{regime}, {GOAL_LEVEL:g}x, " + setting(e),
+            held,
+        )
+
     out = [
         _claim(
             "frontier",
@@ -764,6 +777,19 @@ def frontier_claims(rows: list[dict], config=None) -> list[Claim]:
             where=str(regime),
         )
         for regime in regimes
+    ]
+    out += [
+        _claim(
+            "frontier",
+            "frontier",
+            f"At {GOAL_LEVEL:g}x, a code within 1 point of the exact model's accuracy has a p99.9 no higher "
+            f"than learned parity's (ParM, k = 2) where ParM keeps that accuracy too ({regime}).",
+            against_parm,
+            regime,
+            where=f"{regime}, {GOAL_LEVEL:g}x",
+        )
+        for regime in regimes
+        if GOAL_LEVEL in levels
     ]
     return out
 
