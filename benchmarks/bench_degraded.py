@@ -1,47 +1,50 @@
 """Degraded-mode accuracy of systematic codes: how well a query whose own (systematic)
-worker is missing is decoded, design against design, on the same draws.
+worker is missing is decoded, design against design, on the same draws (issue 21,
+section 3; the figures and what they say are in docs/degraded.rst).
 
-Setting (issue 21, section 3): K queries (MNIST test images) per batch through LeNet-5 (or
-the ViT), N = round(r K) workers at resource level r in {1.1, 1.25, 1.5, 2}: K systematic
-workers compute the raw queries, N - K parity workers coded inputs. Per trial,
+Setting: K queries (MNIST test images) per batch through LeNet-5 (or the ViT),
+N = round(r K) workers at resource level r in {1.1, 1.25, 1.5, 2}: K systematic workers
+compute the raw queries, N - K parity workers coded inputs. Per trial,
 m = max(1, round(0.05 K)) queries lose their systematic worker (5% of the queries missing)
 and every parity worker straggles independently with probability 0.05. The *degraded-mode
 relative accuracy* is the argmax agreement between the decoded estimate of f(x_k) and
 f(x_k), over the decoded (missing) queries only, pooled over trials; *overall* is the
 agreement over all K queries (a returned systematic result is exact).
 
-Designs (all on the same batch, the same missing queries and the same parity stragglers;
-the j-th parity worker in the line's order straggles in every design or in none):
+Designs, ``<code>+<decoder>`` (all on the same batch, the same missing queries and the same
+parity stragglers: the j-th parity worker along the code's line straggles in every design
+or in none):
 
-- ``manifold``: :class:`~codedcomputing.ManifoldGCC` as built with no options (the
-  baseline): chain order, arc spacing, the inputs snapped onto Chebyshev worker points;
-  the parities are wherever the remaining worker points fall. GCC's default decoder.
-- ``between``: the same order and arc spacing (unsnapped), each parity placed between two
-  neighbouring inputs in that order (one per gap, gaps chosen evenly along the order;
-  extra parities subdivide gaps), i.e. ``GCC(K, N, alpha=..., beta=...)``. GCC's decoder.
-- ``between+invert``: the ``between`` code, a *local inversion* decoder: the encoder is a
-  linear map ``z = E x``; the missing queries' results solve, in least squares,
-  ``y_p - sum_{alive k} E_pk f(x_k) = sum_{missing k} E_pk f(x_k)`` over the returned
-  parities ``p`` whose weight on a missing query is at least ``--local`` (exact for an
-  affine f); a missing query no such parity covers falls back to GCC's decoder.
-- ``manifold+invert``: the same decoder on the baseline's code (what the decoder buys
-  without moving the parities).
-- ``between+kernel``: the ``between`` code, an *input-space* decoder: the master knows
-  every coded input ``z_n`` it sent and every returned output ``y_n``; f(x_k) is the
-  posterior mean of a Gaussian process on the returned pairs, kernel
-  ``c + <z, z'> / s^2 + a exp(-||z - z'||^2 / (2 (l s)^2))`` (``s^2`` the mean squared
-  distance between returned inputs), so it is the inversion decoder plus a local
-  nonlinear correction.
-- ``replicate``: fractional replication at the same N (the first N - K queries in a
-  random order get a second copy): a missing query is exact if its copy returned, else
-  unrecoverable (counted wrong): the baseline coding must beat.
+- codes: ``manifold``, :class:`~codedcomputing.ManifoldGCC` with no options (the
+  baseline: chain order, arc spacing, inputs snapped onto Chebyshev worker points, the
+  parities wherever the other points fall); ``between``, the same order and spacing
+  unsnapped with each parity midway between two neighbouring inputs (one per gap, the gaps
+  spread evenly; more parities than gaps subdivide them), ``GCC(K, N, alpha=..., beta=...)``;
+  ``group``, parity j the mean of the j-th run of consecutive inputs in the chain order;
+  ``manifold-ref`` (``--reference-order M``), ManifoldGCC with M training images as
+  reference;
+- decoders: none (GCC's default decoder); ``invert``, the encoder being linear,
+  ``z = E x``, the missing queries' outputs solve in least squares
+  ``y_p - sum_{returned k} E_pk f(x_k) = sum_{missing k} E_pk f(x_k)`` over the returned
+  parities with a weight of at least ``--local`` on a missing query (exact for an affine f;
+  uncovered queries fall back to GCC's decoder, or to ``kernel`` for ``group``);
+  ``kernel``, :func:`codedcomputing.codes.input_space.kernel_estimates` on the returned
+  (coded input, output) pairs; ``kernel+ref``, the same with the ``--neighbours`` training
+  images nearest the query and their outputs (computed once, offline) added;
+- ``surrogate``: those reference pairs alone (no code at all);
+- ``replicate``: fractional replication at the same N (N - K random queries get a second
+  copy): a missing query is exact if its copy returned, else unanswered (counted wrong).
 
-Hyperparameters (``--local``, the kernel's ``a`` and ``l``) were chosen on calibration
-batches (``--calibrate``: the even-indexed test images, seed 1); the reported figures use
-the odd-indexed test images and seed 2.
+``--pool-factor F`` draws each batch as one of the F groups of K consecutive queries in
+the chain order of F K random queries (a server grouping similar queries from a queue).
+
+Hyperparameters (``--local``, ``--amplitude``, ``--length``) were chosen on calibration
+batches (``--calibrate``: the even-indexed test images, seed 1); reported figures use the
+odd-indexed test images and seed 2.
 
     python benchmarks/bench_degraded.py                 # --quick: K = 50, 40 trials
-    python benchmarks/bench_degraded.py --trials 200 --sizes 20 50 100
+    python benchmarks/bench_degraded.py --full          # K = 20, 50, 100, 200 trials
+    python benchmarks/bench_degraded.py --model vit --sizes 50 --trials 200 --pool-factor 4
     python benchmarks/bench_degraded.py --calibrate     # the tuning split
 
 Intervals: 95% paired bootstrap over trials (the same resampled trials for every design);
@@ -71,10 +74,9 @@ def say(*parts) -> None:
 def between_points(sorted_alpha: np.ndarray, parities: int) -> np.ndarray:
     """Parity points between neighbouring inputs' points (sorted): one per gap for gaps
     chosen evenly along the order; with more parities than gaps, gaps are subdivided (c
-    parities in a gap at its (j / (c + 1)) fractions); at most one beyond each end."""
+    parities in a gap at its j / (c + 1) fractions)."""
     gaps = sorted_alpha.size - 1
     counts = np.zeros(gaps, dtype=int)
-    ends = 0
     if parities <= gaps:
         # evenly spread gaps: gap i gets one where floor((i+1) P / G) steps up
         chosen = np.floor((np.arange(parities) + 0.5) * gaps / parities).astype(int)
@@ -88,7 +90,6 @@ def between_points(sorted_alpha: np.ndarray, parities: int) -> np.ndarray:
     for i, c in enumerate(counts):
         a, b = sorted_alpha[i], sorted_alpha[i + 1]
         points.extend(a + (b - a) * np.arange(1, c + 1) / (c + 1))
-    del ends
     return np.asarray(points)
 
 
@@ -368,6 +369,8 @@ def main() -> None:
         m = max(1, round(MISSING_SHARE * K))
         for level in args.levels:
             N = round(level * K)
+            if K < 3 or N <= K:
+                parser.error(f"K = {K} at {level}x gives N = {N}: need K >= 3 and N > K")
             rng = np.random.default_rng([seed, K, N])
             params["reference_code"] = (
                 cc.ManifoldGCC(K, N, reference=reference) if reference is not None else None
