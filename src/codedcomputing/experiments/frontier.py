@@ -55,7 +55,10 @@ and ``vs_hedge`` are paired).
 
 How the arithmetic was checked: the per-query latency functions below are tested against
 brute-force loops over small hand-made draws (tests/experiments/test_frontier.py); the
-non-systematic wait-for-w latency against the simulated cluster's order statistic. The
+non-systematic wait-for-w latency against :meth:`CodedExecutor.run` on a simulated cluster
+replaying the same draws, and the systematic latency against ``CodedExecutor.run_queries``
+there (one difference by design: with fewer than ``min_results`` workers back by tau,
+``run_queries`` leaves the missing queries unanswered, this experiment waits for them). The
 decodes are the codes' own ``decode_details`` on the workers back by the decode time, f
 computed once per group on all N coded inputs.
 """
@@ -604,6 +607,7 @@ def _rows(cell, boot, regime, level, config, model_acc, seed) -> list[dict]:
                 "degraded_acc": float(entry["agree"][degraded].mean()) if degraded.any() else "",
                 "extra_load": float(entry["extra_load"]),
                 "model_acc": model_acc,
+                # the paired ratios at this level ("" for uncoded, which has no level)
                 "vs_replication": p999 / point["replication"],
                 "vs_replication_low": float(np.percentile(to_rep, 2.5)),
                 "vs_replication_high": float(np.percentile(to_rep, 97.5)),
@@ -612,6 +616,8 @@ def _rows(cell, boot, regime, level, config, model_acc, seed) -> list[dict]:
                 "vs_hedge_high": float(np.percentile(to_hedge, 97.5)),
             }
         )
+        if entry["scheme"] == "uncoded":
+            rows[-1] |= dict.fromkeys([key for key in rows[-1] if key.startswith("vs_")], "")
     return rows
 
 
