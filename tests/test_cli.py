@@ -81,7 +81,7 @@ def test_experiment_help_names_every_experiment():
 
     result = runner.invoke(app, ["experiment", "--help"], env=HELP)
     assert result.exit_code == 0
-    assert "stragglers|polynomial|rates|latency|manifold|adversarial|gradient-coding" in result.output
+    assert "stragglers|polynomial|rates|latency|manifold|adversarial|gradient-coding|frontier" in result.output
     for name, module in EXPERIMENTS.items():
         assert re.search(rf"^ {name} +{re.escape(module.SUMMARY)}", result.output, re.MULTILINE)
     assert "see `coded experiment --help`" not in result.output
@@ -90,7 +90,7 @@ def test_experiment_help_names_every_experiment():
 @pytest.mark.parametrize(
     ("command", "choices"),
     [
-        (["experiment"], ["stragglers|polynomial|rates|latency|manifold|adversarial|gradient-coding"]),
+        (["experiment"], ["stragglers|polynomial|rates|latency|manifold|adversarial|gradient-coding|frontier"]),
         (["demo"], ["thread|ray"]),
         (["example"], ["random|contiguous"]),
         (["models", "train"], ["lenet5|vit", "mnist|digits"]),
