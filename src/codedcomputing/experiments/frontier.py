@@ -570,6 +570,7 @@ def _rows(cell, boot, regime, level, config, model_acc, seed) -> list[dict]:
     replication = next(v for (s, _), v in resampled.items() if s == "replication")
     hedge = next(v for (s, _), v in resampled.items() if s == "hedge")
     point = {e["scheme"]: float(np.percentile(e["latency"], 99.9)) for e in cell if e["scheme"] in EXACT}
+    held = _held_out(cell, boot)
     rows = []
     for entry in cell:
         if entry["scheme"] == "uncoded" and level != config.levels[0]:
@@ -614,11 +615,42 @@ def _rows(cell, boot, regime, level, config, model_acc, seed) -> list[dict]:
                 "vs_hedge": p999 / point["hedge"],
                 "vs_hedge_low": float(np.percentile(to_hedge, 2.5)),
                 "vs_hedge_high": float(np.percentile(to_hedge, 97.5)),
+                **held[entry["scheme"], entry["knob_value"]],
             }
         )
         if entry["scheme"] == "uncoded":
-            rows[-1] |= dict.fromkeys([key for key in rows[-1] if key.startswith("vs_")], "")
+            rows[-1] |= dict.fromkeys([key for key in rows[-1] if "vs_" in key], "")
     return rows
+
+
+def _held_out(cell, boot) -> dict:
+    """Per (scheme, knob value): its figures on the two halves of the groups, so that the headline
+    can pick a scheme's knob on one half and report it on the other. ``select_p999``,
+    ``select_accuracy``: on the even-numbered groups (where the best knob is chosen);
+    ``heldout_*``: on the odd-numbered ones, with the p99.9 ratios to replication and hedging
+    and their paired bootstrap intervals (``boot``'s resamples folded onto the odd groups, the
+    same for every scheme)."""
+    boot = boot[:, : boot.shape[1] // 2] % (cell[0]["latency"].shape[0] // 2)
+    halves, resampled = {}, {}
+    for entry in cell:
+        key, lat, right = (entry["scheme"], entry["knob_value"]), entry["latency"], entry["right"]
+        report = lat[1::2]
+        halves[key] = {
+            "select_p999": float(np.percentile(lat[0::2], 99.9)),
+            "select_accuracy": float(right[0::2].mean()),
+            "heldout_p999": float(np.percentile(report, 99.9)),
+            "heldout_accuracy": float(right[1::2].mean()),
+            "heldout_queries": report.size,
+        }
+        resampled[key] = np.percentile(report[boot].reshape(boot.shape[0], -1), 99.9, axis=1)
+    for name in ("replication", "hedge"):
+        base = next(key for key in halves if key[0] == name)
+        for key, figures in halves.items():
+            ratio = resampled[key] / resampled[base]
+            figures[f"heldout_vs_{name}"] = figures["heldout_p999"] / halves[base]["heldout_p999"]
+            figures[f"heldout_vs_{name}_low"] = float(np.percentile(ratio, 2.5))
+            figures[f"heldout_vs_{name}_high"] = float(np.percentile(ratio, 97.5))
+    return halves
 
 
 # -- reading the rows -------------------------------------------------------------------------
@@ -630,12 +662,14 @@ def row_problem(row: dict) -> str:
 
 
 def frontier_table(rows: list[dict], tolerance: float = TOLERANCE) -> list[dict]:
-    """Per (regime, level > 1): the best coded scheme (lowest p99.9 among :data:`CODED` whose
-    accuracy is within ``tolerance`` of the exact model's; where none is, ``keeps_accuracy``
-    False and the most accurate of those with a p99.9 below both baselines', or of all if
-    none is) against replication and level-matched hedging at the
-    same level, with the paired ratio intervals the rows hold. ``wins``: it keeps accuracy and
-    its p99.9 is below both baselines'."""
+    """Per (regime, level > 1): the best coded scheme against replication and level-matched
+    hedging at the same level. The scheme and its knob are *chosen* on the even-numbered groups
+    (``select_*`` columns: the lowest p99.9 among :data:`CODED` whose accuracy is within
+    ``tolerance`` of the exact model's; where none is, the most accurate of those with a p99.9
+    below both baselines', or of all if none is) and *reported* on the odd-numbered ones
+    (``heldout_*``: p99.9, accuracy, the paired ratio intervals), so the figure a claim rests
+    on was not used to pick it; ParM's tau likewise. ``keeps_accuracy`` and ``wins`` (it keeps
+    accuracy and its p99.9 is below both baselines') are read on the held-out half."""
     table = []
     cells = dict.fromkeys((row["regime"], row["level"]) for row in rows if row["level"] > 1)
     for regime, level in cells:
@@ -644,17 +678,24 @@ def frontier_table(rows: list[dict], tolerance: float = TOLERANCE) -> list[dict]
         coded = [row for row in mine if row["scheme"] in CODED]
         if not coded or "replication" not in by_scheme or "hedge" not in by_scheme:
             continue
-        keeps = [row for row in coded if row["accuracy"] >= row["model_acc"] - tolerance]
         replication, hedge = by_scheme["replication"], by_scheme["hedge"]
-        faster = [row for row in coded if row["p999"] < min(replication["p999"], hedge["p999"])]
-        if keeps:
-            best = min(keeps, key=lambda row: (row["p999"], -row["accuracy"]))
+        # the exact schemes' accuracy is the model's on the same half of the groups
+        select_model, model_acc = replication["select_accuracy"], replication["heldout_accuracy"]
+        candidates = [row for row in coded if row["select_accuracy"] >= select_model - tolerance]
+        if candidates:
+            best = min(candidates, key=lambda row: (row["select_p999"], -row["select_accuracy"]))
         else:  # what its speed costs: the most accurate of those faster than both, if any
-            best = min(faster or coded, key=lambda row: (-row["accuracy"], row["p999"]))
+            baseline = min(replication["select_p999"], hedge["select_p999"])
+            faster = [row for row in coded if row["select_p999"] < baseline]
+            best = min(faster or coded, key=lambda row: (-row["select_accuracy"], row["select_p999"]))
         parms = [row for row in mine if row["scheme"].startswith("parm-")]
         parm = min(
-            parms, key=lambda row: (row["accuracy"] < row["model_acc"] - tolerance, row["p999"]), default=None
+            parms,
+            key=lambda row: (row["select_accuracy"] < select_model - tolerance, row["select_p999"]),
+            default=None,
         )
+        keeps = best["heldout_accuracy"] >= model_acc - tolerance
+        baseline = min(replication["heldout_p999"], hedge["heldout_p999"])
         table.append(
             {
                 "regime": regime,
@@ -662,26 +703,26 @@ def frontier_table(rows: list[dict], tolerance: float = TOLERANCE) -> list[dict]
                 "scheme": best["scheme"],
                 "knob": best["knob"],
                 "knob_value": best["knob_value"],
-                "p999": best["p999"],
-                "accuracy": best["accuracy"],
+                "p999": best["heldout_p999"],
+                "accuracy": best["heldout_accuracy"],
                 "degraded_acc": best["degraded_acc"],
-                "model_acc": best["model_acc"],
-                "keeps_accuracy": bool(keeps),
-                "replication_p999": replication["p999"],
-                "hedge_p999": hedge["p999"],
+                "model_acc": model_acc,
+                "keeps_accuracy": keeps,
+                "replication_p999": replication["heldout_p999"],
+                "hedge_p999": hedge["heldout_p999"],
                 "hedge_extra_load": hedge["extra_load"],
                 "parm": parm["scheme"] if parm else "",
-                "parm_p999": parm["p999"] if parm else math.nan,
-                "parm_accuracy": parm["accuracy"] if parm else math.nan,
-                "vs_replication": (
-                    best["vs_replication"],
-                    best["vs_replication_low"],
-                    best["vs_replication_high"],
+                "parm_knob_value": parm["knob_value"] if parm else "",
+                "parm_p999": parm["heldout_p999"] if parm else math.nan,
+                "parm_accuracy": parm["heldout_accuracy"] if parm else math.nan,
+                "vs_replication": tuple(
+                    best[f"heldout_vs_replication{end}"] for end in ("", "_low", "_high")
                 ),
-                "vs_hedge": (best["vs_hedge"], best["vs_hedge_low"], best["vs_hedge_high"]),
-                "wins": bool(keeps) and best["p999"] < min(replication["p999"], hedge["p999"]),
-                "verdict": _verdict(bool(keeps), best["p999"], min(replication["p999"], hedge["p999"])),
-                "queries": best["queries"],
+                "vs_hedge": tuple(best[f"heldout_vs_hedge{end}"] for end in ("", "_low", "_high")),
+                "wins": keeps and best["heldout_p999"] < baseline,
+                "verdict": _verdict(keeps, best["heldout_p999"], baseline),
+                "queries": best["heldout_queries"],
+                "select_queries": best["queries"] - best["heldout_queries"],
             }
         )
     return table
@@ -706,50 +747,47 @@ def _label(row: dict) -> str:
 
 
 def headline(rows: list[dict]) -> Headline:
-    """Per (regime, level): the best coded scheme that keeps accuracy within 1 point of the
-    exact model (else the most accurate, marked), its p99.9 and accuracy, and replication's
-    and level-matched hedging's p99.9, with the paired ratios."""
+    """Per (regime, level): the best coded scheme of :func:`frontier_table` (its knob chosen on
+    one half of the groups), its p99.9 and accuracy on the other half, and its p99.9 as a share
+    of replication's and of level-matched hedging's there, with the paired intervals, and
+    learned parity's (ParM) p99.9 and accuracy. Cells break in two lines by design, so the
+    table fits 100 columns."""
     table_rows = []
     for entry in frontier_table(rows):
         ratio, low, high = entry["vs_replication"]
         hedge, hedge_low, hedge_high = entry["vs_hedge"]
-        name = _label(entry) + ("" if entry["keeps_accuracy"] else " (> 1 pt below model)")
         table_rows.append(
             (
-                entry["regime"],
-                entry["level"],
-                name,
-                entry["p999"],
-                entry["accuracy"],
-                entry["replication_p999"],
-                entry["hedge_p999"],
-                f"{ratio:.3g} [{low:.3g}, {high:.3g}]",
-                f"{hedge:.3g} [{hedge_low:.3g}, {hedge_high:.3g}]",
-                f"{entry['parm_p999']:.3g} at {entry['parm_accuracy']:.3f}" if entry["parm"] else "",
-                entry["verdict"],
+                f"{entry['regime']}\n{entry['level']:g}x",
+                _label(entry).replace(" ", "\n"),
+                f"{entry['p999']:.3g}\n({entry['accuracy']:.3f})",
+                f"{ratio:.2g} of {entry['replication_p999']:.3g}\n[{low:.2g},{high:.2g}]",
+                f"{hedge:.2g} of {entry['hedge_p999']:.3g}\n[{hedge_low:.2g},{hedge_high:.2g}]",
+                f"{entry['parm_p999']:.3g}\n({entry['parm_accuracy']:.3f})" if entry["parm"] else "",
+                entry["verdict"].replace(" (", ":\n").rstrip(")"),
             )
         )
     model_acc = rows[0]["model_acc"] if rows else math.nan
-    queries = rows[0]["queries"] if rows else 0
+    table = frontier_table(rows)
+    held, chosen = (table[0]["queries"], table[0]["select_queries"]) if table else (0, 0)
     return Headline(
         title="frontier: the best coded scheme's p99.9 against replication and hedging at equal resources",
         columns=(
             "regime",
-            "level",
-            "best coded",
-            "p99.9",
-            "accuracy",
-            "replication p99.9",
-            "hedge p99.9",
-            "/ replication [95%]",
-            "/ hedge [95%]",
-            "ParM p99.9 at accuracy",
+            "best code",
+            "p99.9\n(acc.)",
+            "/ repl.\n[95%]",
+            "/ hedge\n[95%]",
+            "ParM\n(acc.)",
             "coding",
         ),
         rows=table_rows,
-        note=f"latency in base service times; exact model accuracy {model_acc:.3f}; {queries} queries per "
-        f"cell; intervals: paired bootstrap over groups ({RESAMPLES} resamples); 'wins': within 1 point "
-        "of the model's accuracy and a p99.9 below both baselines'",
+        note=f"latency in base service times; exact model accuracy {model_acc:.3f}. Each code's knob "
+        f"chosen on the even-numbered groups ({chosen} queries), every figure shown on the odd-numbered "
+        f"ones ({held} queries: a p99.9 rests on its ~{max(held // 1000, 1)} slowest, fewer distinct "
+        f"values for codes that answer a group at once); intervals: paired bootstrap over groups "
+        f"({RESAMPLES} resamples); 'wins': within 1 point of the model's accuracy and a p99.9 below both "
+        "baselines'",
     )
 
 

@@ -705,7 +705,8 @@ def frontier_claims(rows: list[dict], config=None) -> list[Claim]:
 
     def setting(e):
         return (
-            f"K = {_some(rows)[0]['num_inputs']}, {e['queries']} queries per scheme, {_some(rows)[0]['task']}"
+            f"K = {_some(rows)[0]['num_inputs']}, {e['queries']} held-out queries per scheme "
+            f"(its knob chosen on the other {e['select_queries']}), {_some(rows)[0]['task']}"
         )
 
     def describe(e):
