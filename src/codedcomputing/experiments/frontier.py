@@ -10,8 +10,9 @@ workers. Per query, every scheme answers as follows (``T_n``: worker n's finish 
 - ``replication``: a share L - 1 of the queries get a second copy (fractional r = L), first
   copy wins: ``min(T_k, T_copy)``;
 - ``hedge``: a backup to another worker after delay d, first answer wins:
-  ``min(T_k, d + T_backup)``; d is the regime's (2 - L) quantile of ``T_k`` on the same draws,
-  so that the share of queries hedged (measured: ``extra_load``) is L - 1;
+  ``min(T_k, d + T_backup)``; d is the (2 - L) quantile of an earlier period's finish times
+  (:func:`hedge_delay`: the same regime, its own draws, never the reported ones), so that the
+  share of queries hedged (measured on the reported draws: ``extra_load``) is about L - 1;
 - ``parm-k<k>`` (ParM): one parity worker per k queries computes a parity model on the sum of
   the k queries; a query not back on its own by ``tau`` is reconstructed (parity output minus
   the k - 1 other outputs) once the parity and the others arrived:
@@ -190,6 +191,18 @@ def hedged_share(primary, delay: float) -> float:
     """The share of queries whose backup is sent: ``mean(primary > delay)``, each a full call."""
     delay = check_number(delay, "delay", low=0.0)
     return float(np.mean(_times(primary, "primary") > delay))
+
+
+def hedge_delay(calibration, extra_share: float) -> float:
+    """The hedge delay that spends ``extra_share`` extra calls: the ``1 - extra_share`` quantile
+    of ``calibration``, finish times of an earlier period (not the draws it is reported on, so
+    the delay is set as an operator would set it, and the measured share hedged varies around
+    ``extra_share``)."""
+    extra_share = check_number(extra_share, "extra_share", low=0.0, high=1.0)
+    calibration = _times(calibration, "calibration")
+    if not calibration.size or not np.isfinite(calibration).all():
+        raise ValueError(f"calibration must be finite finish times, got {calibration.size} values")
+    return float(np.quantile(calibration, 1.0 - extra_share))
 
 
 def parity_latency(own, parity, k: int, tau: float | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -395,10 +408,14 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
         for regime in config.regimes:
             rng = _task_rng(seed, "delays", regime)
             model = delay_model(regime, config, rng)
+            # the hedge delay's calibration: an earlier period of the same deployment, its own draws
+            calibration_rng = _task_rng(seed, "calibration", regime)
+            model.reset()
+            calibration = np.stack([model.sample(k, calibration_rng) for _ in range(g)])
             model.reset()
             draws = np.stack([model.sample(2 * k, rng) for _ in range(g)])  # (G, 2K) positions
             for level in config.levels:
-                cell = _cell(config, level, draws, prepared[level], truth, y_label, model_label)
+                cell = _cell(config, level, draws, calibration, prepared[level], truth, y_label, model_label)
                 boot = _task_rng(seed, "bootstrap", regime, level).integers(g, size=(RESAMPLES, g))
                 rows += _rows(cell, boot, regime, level, config, model_acc, seed)
                 step()
@@ -429,7 +446,7 @@ def _coded_results(f, x, k: int, n: int, config: Config, parity_models: dict) ->
     return out
 
 
-def _cell(config, level, draws, coded, truth, y_label, model_label) -> list[dict]:
+def _cell(config, level, draws, calibration, coded, truth, y_label, model_label) -> list[dict]:
     """Each scheme's per-query latencies ``(G, K)``, correctness against the labels and the
     model, the degraded mask and the extra load, at one (regime, level)."""
     g, k = truth.shape[:2]
@@ -460,7 +477,7 @@ def _cell(config, level, draws, coded, truth, y_label, model_label) -> list[dict
     copy = np.full((g, k), np.inf)
     copy[:, :extra] = draws[:, k : k + extra]  # the first `extra` queries of a group get a copy
     add("replication", "r", level, replication_latency(own, copy), exact_right, exact_agree, none, extra / k)
-    delay = float(np.quantile(own, 1.0 - extra / k))
+    delay = hedge_delay(calibration, extra / k)
     hedged = hedge_latency(own, draws[:, k : 2 * k], delay)
     add("hedge", "d", delay, hedged, exact_right, exact_agree, none, hedged_share(own, delay))
     parity_k = k // extra if extra and k % extra == 0 else 0
