@@ -375,3 +375,65 @@ def test_answer_times_match_the_frontier_experiment_s_closed_forms_on_the_same_d
     np.testing.assert_array_equal(
         answered, np.repeat(frontier.wait_latency(draws, 12)[:, None], num_inputs, 1)
     )
+
+
+# -- Cluster.collect(on_usable=...): the hook run_queries answers through -----------------
+
+
+def _nan_at_two(x):
+    """``2 x``, row by row, except NaN (an unusable result) for the row whose first value is 2."""
+    return np.where(x[:, :1] == 2, np.nan, 2 * x)
+
+
+def test_collect_on_usable_reports_each_usable_result_in_arrival_order_on_the_simulated_clock():
+    latency = [0.3, 0.1, 0.05, 0.2, 0.9]
+    rows = np.arange(5.0)[:, None] * np.ones((1, 2))
+    seen = []
+    cluster = cc.SimulatedCluster(delays=trace(latency))
+    call = cluster.submit(_nan_at_two, rows)
+    gathered = cluster.collect(call, 3, on_usable=lambda n, s, out: seen.append((n, s, out)))
+    # worker 2 arrives first with NaN: a failure, never reported; the 4th usable one is not waited for
+    assert [n for n, _, _ in seen] == [1, 3, 0] == gathered.alive.tolist()
+    assert [s for _, s, _ in seen] == [0.1, 0.2, 0.3] == gathered.workers.latency[[1, 3, 0]].tolist()
+    for n, _, out in seen:
+        np.testing.assert_array_equal(out, 2 * rows[n : n + 1])
+    assert 2 in gathered.workers.failed and 4 in gathered.workers.dropped
+
+
+def test_collect_on_usable_runs_on_the_calling_thread_during_the_wait():
+    import threading
+
+    latency = [0.05, 0.7, 0.1]
+    seen, start = [], time.perf_counter()
+    with cc.ThreadCluster(num_threads=3, delays=trace(latency)) as cluster:
+        call = cluster.submit(np.tanh, inputs(3))
+        gathered = cluster.collect(
+            call,
+            3,
+            on_usable=lambda n, s, out: seen.append((n, threading.get_ident(), time.perf_counter() - start)),
+        )
+    ended = time.perf_counter() - start
+    assert [n for n, _, _ in seen] == [0, 2, 1] == gathered.alive.tolist()
+    assert {ident for _, ident, _ in seen} == {threading.get_ident()}
+    assert seen[0][2] < ended - 0.3  # worker 0's result reported at its arrival, not at the end
+
+
+def test_collect_on_usable_raising_ends_the_call_and_propagates():
+    cluster = cc.SimulatedCluster(delays=trace([0.1, 0.2, 0.3]))
+    call = cluster.submit(np.tanh, inputs(3))
+
+    def boom(n, s, out):
+        raise RuntimeError(f"refused {n}")
+
+    with pytest.raises(RuntimeError, match="refused 0"):
+        cluster.collect(call, 3, on_usable=boom)
+    with pytest.raises(ValueError, match="already collected"):
+        cluster.collect(call, 3)
+
+
+def test_collect_on_usable_must_be_callable():
+    cluster = cc.SimulatedCluster()
+    call = cluster.submit(np.tanh, inputs(3))
+    with pytest.raises(ValueError, match="on_usable"):
+        cluster.collect(call, 3, on_usable="print")
+    assert cluster.collect(call, 3).alive.size == 3  # refused before the call was taken

@@ -181,16 +181,43 @@ class Cluster(ABC):
         self._dispatch(call)
         return call
 
-    def collect(self, call: Call, wait_for: WaitFor, deadline: float | None = None, *, output_shape=None):
+    def collect(
+        self,
+        call: Call,
+        wait_for: WaitFor,
+        deadline: float | None = None,
+        *,
+        output_shape=None,
+        on_usable: Callable[[int, float, object], None] | None = None,
+    ):
         """Wait on a submitted ``call`` as :meth:`gather` does, and end it: return the
         :class:`Gathered`. ``deadline`` counts from dispatch, so time spent before calling
-        this counts too."""
+        this counts too.
+
+        ``on_usable(worker, latency, output)``, if given, is called once per usable result,
+        the moment the master takes it, before ``wait_for`` is consulted again: on the
+        thread that called ``collect`` (every backend feeds its results there, so the
+        callback needs no lock of its own), in arrival order, with ``latency`` the seconds
+        from dispatch (virtual seconds on a :class:`SimulatedCluster`) and ``output`` the
+        worker's one-row output as it returned it (not yet converted to the inputs' kind).
+        A result given out on arrival cannot wait for a majority shape, so with
+        ``on_usable`` and no ``output_shape``, the first usable result's shape is the one
+        the others are judged by. An exception it raises ends the call (tasks not started
+        yet never run) and propagates.
+        """
         if not isinstance(call, Call):
             raise ValueError(f"call must be what submit() returned, got {call!r}")
         if call.collected:
             raise ValueError("call was already collected (or cancelled): submit a new one")
+        if on_usable is not None and not callable(on_usable):
+            raise ValueError(
+                f"on_usable must be None or a callable (worker, latency, output), got {on_usable!r}"
+            )
         collector = Collector(
-            call.num_workers, check_wait_for(wait_for, call.num_workers), check_output_shape(output_shape)
+            call.num_workers,
+            check_wait_for(wait_for, call.num_workers),
+            check_output_shape(output_shape),
+            on_usable=on_usable,
         )
         deadline_s = check_deadline(deadline)
         call.collected = True

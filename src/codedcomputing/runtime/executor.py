@@ -16,8 +16,8 @@ from .. import _arraylib
 from .._validation import check_number
 from ..codes import Code, Decoded
 from ..errors import InsufficientResultsError, MissingResultsError
-from .clusters import Call, Cluster, SimulatedCluster, check_deadline
-from .collect import Collector, check_output_shape
+from .clusters import Cluster, SimulatedCluster, check_deadline
+from .collect import check_output_shape
 from .faults import Adversarial
 from .record import Gathered, PerWorker, WorkerRecord
 
@@ -230,12 +230,9 @@ class CodedExecutor:
         :class:`~codedcomputing.runtime.faults.Adversarial` faults is refused: that model
         corrupts the gathered results after the wait, after the answers went out.
         """
-        if callable(wait_for):  # a rule of the caller's on the arrived workers
-            rule = wait_for
-            wait_for = lambda alive: bool(rule(np.asarray(alive, dtype=np.int64)))  # noqa: E731
-        elif wait_for is None or isinstance(wait_for, (int, np.integer)):
+        if wait_for is None or isinstance(wait_for, (int, np.integer)):
             wait_for = self._wait_for(wait_for)
-        else:
+        elif not callable(wait_for):  # else a rule of the caller's on the arrived workers
             raise ValueError(
                 "wait_for must be an integer number of results, a predicate on the arrived "
                 f"workers, or None, got {wait_for!r}"
@@ -273,17 +270,16 @@ class CodedExecutor:
 
         covers_all = _Coverage(systematic, num_inputs)
 
-        def enough(alive: list[int]) -> bool:  # pure: the simulated clock looks ahead with it
+        def enough(alive: np.ndarray) -> bool:  # pure: the simulated clock looks ahead with it
             if isinstance(wait_for, int):
-                if len(alive) >= wait_for:
+                if alive.size >= wait_for:
                     return True
             elif wait_for(alive):  # the caller's rule, or the code's complete
                 return True
-            return covers_all(alive)  # every input answered by its own worker
+            return covers_all(alive.tolist())  # every input answered by its own worker
 
         call = self.cluster.submit(self.f, coded)
-        collector = Collector(call.num_workers, enough, self.output_shape, on_usable=arrived)
-        gathered = self._collect(call, collector, math.inf if tau is None else tau)
+        gathered = self.cluster.collect(call, enough, tau, output_shape=self.output_shape, on_usable=arrived)
 
         missing = answered_by < 0
         decoded, error, decode_s = None, None, 0.0
@@ -315,15 +311,6 @@ class CodedExecutor:
                 for k in now_answered.tolist():
                     on_answer(k, estimates[k], bool(exact[k]), float(decoded_s))
         return Answers(estimates, answered, exact, answered_s, answered_by, report, error)
-
-    def _collect(self, call: Call, collector: Collector, deadline_s: float) -> Gathered:
-        """:meth:`Cluster.collect` with the executor's own collector (it answers on arrival)."""
-        call.collected = True
-        try:
-            wall_s, timed_out = self.cluster._collect(call, collector, deadline_s)
-        finally:
-            self.cluster._end(call)
-        return collector.gathered(call.delays, call.faults, wall_s, timed_out, like=call.inputs)
 
     def _decode(self, code, gathered: Gathered) -> Decoded:
         """The code's decode of ``gathered``; its error says why the workers failed."""
