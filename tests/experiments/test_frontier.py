@@ -94,6 +94,34 @@ def test_systematic_answers_from_the_own_worker_by_tau_else_decodes_at_tau(tau):
             assert latency[g, q] == (own[g, q] if own[g, q] <= decode_at else decode_at)
 
 
+@pytest.mark.parametrize("cost", [0.0, 0.05, 0.3])
+def test_decoding_takes_its_cost_and_an_own_result_back_meanwhile_wins(cost):
+    own, workers = DRAWS[:, :4], DRAWS
+    latency, t_dec = frontier.systematic_latency(own, workers, 1.06, min_results=2, decode_cost=cost)
+    for g in range(2):
+        done = max(1.06, sorted(workers[g])[1]) + cost
+        assert t_dec[g] == done - cost
+        for q in range(4):
+            assert latency[g, q] == (own[g, q] if own[g, q] <= done else done)
+    for w in (1, 5):
+        assert frontier.wait_latency(DRAWS, w, cost).tolist() == [sorted(row)[w - 1] + cost for row in DRAWS]
+
+
+def test_a_decode_cost_delays_the_coded_schemes_only():
+    config = dataclasses.replace(TINY, regimes=("bimodal-p0.2-x10",), groups=10)
+    free = frontier.run(config, 0, progress=False)
+    costly = frontier.run(dataclasses.replace(config, decode_cost=0.5), 0, progress=False)
+    for a, b in zip(free, costly, strict=True):
+        assert (a["scheme"], a["knob_value"]) == (b["scheme"], b["knob_value"]) and b["decode_cost"] == 0.5
+        if a["scheme"] in frontier.NON_SYSTEMATIC:  # every query decoded: exactly 0.5 later
+            assert b["p50"] == pytest.approx(a["p50"] + 0.5) and b["p999"] == pytest.approx(a["p999"] + 0.5)
+        elif a["scheme"] in frontier.SYSTEMATIC:  # decoded ones later, some now their own answer
+            assert a["p999"] <= b["p999"] <= a["p999"] + 0.5 + 1e-12
+            assert b["degraded_share"] <= a["degraded_share"]
+        else:
+            assert a | {"decode_cost": 0.5} == b
+
+
 def test_waiting_for_w_of_n_answers_every_query_at_the_w_th_arrival():
     for w in range(1, 9):
         assert frontier.wait_latency(DRAWS, w).tolist() == [sorted(row)[w - 1] for row in DRAWS]
@@ -143,6 +171,8 @@ def test_systematic_arithmetic_agrees_with_run_queries_where_the_codes_name_thei
         (lambda: frontier.parity_latency([1.0, 2.0], [1.0], 2, tau=0.0), "tau"),
         (lambda: frontier.hedged_share([1.0], -1.0), "delay"),
         (lambda: frontier.hedge_delay([1.0], 1.5), "extra_share"),
+        (lambda: frontier.systematic_latency([1.0], [1.0, 2.0], 1.2, decode_cost=-0.1), "decode_cost"),
+        (lambda: frontier.check_config(dataclasses.replace(TINY, decode_cost=math.nan)), "decode_cost"),
         (lambda: frontier.hedge_delay([1.0, np.inf], 0.5), "calibration"),
         (lambda: frontier.check_config(dataclasses.replace(TINY, levels=(0.9,))), "levels"),
         (lambda: frontier.check_config(dataclasses.replace(TINY, taus=(0.0,))), "taus"),
