@@ -206,3 +206,9 @@ def test_seeded_training_is_deterministic(cache):
     for key, tensor in one.state_dict().items():
         assert torch.equal(tensor, two.state_dict()[key]), key
     assert any(not torch.equal(t, other.state_dict()[key]) for key, t in one.state_dict().items())
+
+
+def test_every_registry_model_has_a_default_parity_recipe():
+    assert set(parity.RECIPES) == set(models.MODELS)
+    for recipe in parity.RECIPES.values():
+        assert recipe.encoder in parity.ENCODERS and recipe.epochs >= 1
