@@ -113,6 +113,9 @@ def test_bad_names_and_recipes_are_refused_naming_the_parameter(cache):
         parity.load_parity("lenet5", 2, TINY_BASE)
     with pytest.raises(ValueError, match="base_recipe"):
         parity.load_parity("lenet5", 2, base_recipe=TINY)
+    for field, value in [("epochs", 0), ("batch_size", 2.0), ("lr", -1e-3), ("augment", "yes"), ("seed", -1)]:
+        with pytest.raises(ValueError, match=f"recipe.{field}"):
+            parity.load_parity("lenet5", 2, dataclasses.replace(TINY, **{field: value}))
     with pytest.raises(ValueError, match="other_outputs"):
         parity.reconstruct(np.zeros(10), np.zeros((1, 9)))
     with pytest.raises(ValueError, match="queries"):

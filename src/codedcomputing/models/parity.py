@@ -47,7 +47,7 @@ import numpy as np
 
 from .. import datasets
 from .._progress import progress as show_progress
-from .._validation import check_choice, check_count, check_rng
+from .._validation import check_choice, check_count, check_flag, check_number, check_rng
 from ..cache import atomic_path, cache_dir
 from ..errors import DamagedCacheWarning
 from . import MODELS, TrainingRecipe, _checked_sidecar, _checked_weights, _DamagedEntry
@@ -105,6 +105,12 @@ def _checked(base, k, recipe, base_recipe) -> tuple[int, ParityRecipe, TrainingR
     if not isinstance(recipe, ParityRecipe):
         raise ValueError(f"recipe must be a ParityRecipe, got {recipe!r}")
     check_choice(recipe.encoder, "recipe.encoder", ENCODERS)
+    for field in ("epochs", "groups_per_epoch", "batch_size"):
+        check_count(getattr(recipe, field), f"recipe.{field}", minimum=1)
+    check_number(recipe.lr, "recipe.lr", low=0.0, low_open=True)
+    check_number(recipe.weight_decay, "recipe.weight_decay", low=0.0)
+    check_flag(recipe.augment, "recipe.augment")
+    check_count(recipe.seed, "recipe.seed")
     base_recipe = MODELS[base][1] if base_recipe is None else base_recipe
     if not isinstance(base_recipe, TrainingRecipe):
         raise ValueError(f"base_recipe must be a TrainingRecipe, got {base_recipe!r}")
