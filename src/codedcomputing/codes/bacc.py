@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _arraylib
 from ..spline.berrut import berrut_matrix
-from .base import Code, read_only
+from .base import Code, by_worker, read_only
 
 __all__ = ["BACC", "berrut_matrix"]
 
@@ -103,6 +103,5 @@ class BACC(Code):
         return self._copy_systematic(_arraylib.apply_matrix(self.encoder_matrix, X), X)
 
     def _decode(self, Y, alive):
-        order = np.argsort(alive, kind="stable")
-        Y = _arraylib.take_rows(Y, order)
-        return _arraylib.apply_matrix(self._decoder(alive[order]), Y), {}
+        Y, alive = by_worker(Y, alive)
+        return _arraylib.apply_matrix(self._decoder(alive), Y), {}

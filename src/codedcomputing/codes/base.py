@@ -541,6 +541,15 @@ class Code(ABC):
         the order given), at least :attr:`min_results` of them."""
 
 
+def by_worker(Y, alive: np.ndarray):
+    """``(Y, alive)`` with the rows in worker order (``alive`` sorted), the rows moved only
+    when they are not in that order already."""
+    order = np.argsort(alive, kind="stable")
+    if np.all(order[:-1] < order[1:]):
+        return Y, alive
+    return _arraylib.take_rows(Y, order), alive[order]
+
+
 def first_workers(inputs: np.ndarray, num_inputs: int) -> np.ndarray:
     """``(K,)``: for each input the first worker n with ``inputs[n] == k``, else -1."""
     workers = np.full(num_inputs, -1, dtype=np.intp)

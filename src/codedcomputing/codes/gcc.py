@@ -9,7 +9,7 @@ from .._validation import check_choice
 from ..spline import SmoothingMap, SplineDecoder, check_lambda, gcv_lambda
 from ..spline.adaptive import AdaptiveInterpolant
 from ..spline.gaps import GapAwareInterpolant
-from .base import Code
+from .base import Code, by_worker
 
 __all__ = ["DECODINGS", "GCC"]
 
@@ -254,17 +254,15 @@ class GCC(Code):
         return self._copy_systematic(encoded, X)
 
     def _decode(self, Y, alive):
-        order = np.argsort(alive, kind="stable")
-        if not np.all(order[:-1] < order[1:]):
-            Y = _arraylib.take_rows(Y, order)
+        Y, alive = by_worker(Y, alive)
         if self.gcv and alive.size >= 3:
-            knots = self.beta[alive[order]]
+            knots = self.beta[alive]
             lam = gcv_lambda(knots, _arraylib.to_float64(Y))
             return SplineDecoder(knots, lam, self.alpha)(Y), {"lambda_dec": lam}
         if self._blend == "gap-aware":
-            estimates, info = self._decoder(alive[order])(Y)
+            estimates, info = self._decoder(alive)(Y)
             return estimates, {"lambda_dec": 0.0, **info}
         if self._blend == "adaptive":
-            estimates, theta = self._decoder(alive[order])(Y)
+            estimates, theta = self._decoder(alive)(Y)
             return estimates, {"lambda_dec": 0.0, "theta": theta}
-        return self._decoder(alive[order])(Y), {"lambda_dec": self._lambda_dec}
+        return self._decoder(alive)(Y), {"lambda_dec": self._lambda_dec}

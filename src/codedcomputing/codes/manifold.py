@@ -16,7 +16,7 @@ from .. import _arraylib, layout
 from .._validation import MAX_COUNT, check_choice, check_count, check_flag, check_real_array
 from ..points import make_points
 from ..spline import check_lambda
-from .base import Code
+from .base import Code, by_worker
 from .gcc import GCC
 
 __all__ = [
@@ -303,10 +303,8 @@ class ThinPlateCode(Code):
         return self._copy_systematic(_arraylib.apply_matrix(self._encoder, X), X)
 
     def _decode(self, Y, alive):
-        order = np.argsort(alive, kind="stable")
-        if not np.all(order[:-1] < order[1:]):
-            Y = _arraylib.take_rows(Y, order)
-        return _arraylib.apply_matrix(self._decoder(alive[order]), Y), {}
+        Y, alive = by_worker(Y, alive)
+        return _arraylib.apply_matrix(self._decoder(alive), Y), {}
 
 
 def _site_inputs(sites: np.ndarray, worker_sites: np.ndarray) -> np.ndarray:
