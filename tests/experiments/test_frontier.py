@@ -394,3 +394,28 @@ def test_claims_say_where_coding_wins_and_where_it_loses_from_the_rows():
     config = dataclasses.replace(TINY, regimes=("bimodal-p0.02-x10", "bimodal-p0.05-x10"), levels=(1.5,))
     claims = claims_of("frontier", win, config)
     assert len(claims) == 6 and claims[0].held is None and "bimodal-p0.02-x10" in claims[0].measured
+
+
+def test_the_figure_keeps_its_title_above_the_panels_and_its_legend_names_every_scheme(
+    rows, monkeypatch, tmp_path
+):
+    figures, save = [], frontier.save_figure
+    monkeypatch.setattr(frontier, "save_figure", lambda fig, *args: figures.append(fig) or save(fig, *args))
+    # ten regimes (the full config's height); ParM drawn in the last panel only
+    tall = [
+        dict(row, regime=f"{row['regime']}-{i}")
+        for i in range(5)
+        for row in rows
+        if not (row["scheme"].startswith("parm-") and i < 4)
+    ]
+    frontier.plot(tall, tmp_path)
+    (fig,) = figures
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)  # save_figure closed it, laid out as saved
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    title_bottom = fig._suptitle.get_window_extent(renderer).y0
+    assert all(ax.title.get_window_extent(renderer).y1 < title_bottom for ax in fig.axes)
+    legend = fig.axes[0].get_legend()
+    assert "parm-k2 (over tau)" in [text.get_text() for text in legend.get_texts()]

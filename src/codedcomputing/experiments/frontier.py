@@ -832,6 +832,8 @@ STYLES = {
     "manifold-gcc": {"color": "C3", "marker": "D", "ls": "-"},
     "gcc": {"color": "C0", "marker": "o", "ls": ":", "mfc": "none"},
     "bacc": {"color": "C2", "marker": "^", "ls": ":", "mfc": "none"},
+    "parm-k2": {"color": "C5", "marker": "P", "ls": "--"},
+    "parm-k4": {"color": "C6", "marker": "X", "ls": "--"},
 }
 KNOB_NAMES = {"tau": "over tau", "w": "over w"}
 
@@ -842,10 +844,12 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     single points; error bars: 95% bootstrap intervals of both. Points more than 15 points
     below the model's accuracy are drawn at the axis' left edge, hollow."""
     plt = pyplot()
+    from matplotlib import ticker
+
     regimes = list(dict.fromkeys(row["regime"] for row in rows))
     levels = sorted({row["level"] for row in rows if row["level"] > 1})
     fig, axes = plt.subplots(
-        len(regimes), len(levels), figsize=(3.8 * len(levels), 3.0 * len(regimes)), squeeze=False
+        len(regimes), len(levels), figsize=(max(4.6 * len(levels), 9.0), 3.0 * len(regimes)), squeeze=False
     )
     model_acc = rows[0]["model_acc"]
     left = model_acc - 0.15
@@ -882,15 +886,30 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
             ax.axvline(model_acc, color="0.6", ls=":", lw=1)
             ax.set_xlim(left - 0.005, model_acc + 0.01)
             ax.set_yscale("log")
+            # plain numbers at 1, 2, 5 x 10^k: latencies span about one decade
+            ax.yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+            ax.yaxis.set_minor_formatter(ticker.NullFormatter())
             ax.set_title(f"{regime}, {level:g}x", fontsize=9)
             ax.set_xlabel("accuracy (vs labels)", fontsize=8)
             ax.set_ylabel("p99.9 latency (service times)", fontsize=8)
             ax.tick_params(labelsize=7)
-    axes[0][0].legend(fontsize=6, loc="upper left")
-    fig.suptitle("frontier: per-query p99.9 latency against accuracy at equal resources")
+    # one legend for every scheme drawn in any panel (ParM's k differs between levels)
+    legend = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, handle)
+    axes[0][0].legend(legend.values(), legend.keys(), fontsize=6, loc="best")
+    # at the very top: tight_layout keeps the suptitle's height free there, not at the default
+    # y = 0.98, which on a tall figure (ten regimes) lands inside the first row's titles
+    fig.suptitle(
+        "frontier: per-query p99.9 latency against accuracy at equal resources",
+        y=1 - 0.06 / fig.get_figheight(),
+        va="top",
+    )
     queries = rows[0]["queries"]
     caption = (
-        f"error bars: 95% bootstrap intervals over groups ({RESAMPLES} resamples) of the p99.9 and the "
-        f"accuracy, {queries} queries per point; dotted: the exact model's accuracy; '<': below the axis"
+        f"bars: 95% bootstrap intervals over groups ({RESAMPLES} resamples), {queries} queries a point; "
+        "dotted: the model's accuracy; '<': further left"
     )
     return [save_figure(fig, out_dir, NAME, caption)]
