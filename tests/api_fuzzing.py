@@ -4138,6 +4138,216 @@ EXTENSION_CLASS_NAMES = {
 CODE_PARAMS.update(EXTENSION_CODE_PARAMS)
 
 
+# -- systematic codes (GCC, BACC with systematic=True) and answers per query --------------------
+#
+# Decisions: ``systematic=True`` needs K <= N (every input at a worker's point), so
+# ``num_workers`` below ``num_inputs`` and ``num_inputs`` above ``num_workers`` are invalid here
+# (a message naming either counts). Explicit ``beta`` must hold every explicit ``alpha_k``
+# exactly: an ``alpha`` off beta's points is invalid (a message naming ``alpha`` or ``beta``
+# counts). ``run_queries``' ``tau`` is a positive finite number or None (``inf`` is invalid:
+# None means no deadline); its ``wait_for`` is None, a count in ``min_results..N`` or a
+# predicate on the arrived workers; ``on_answer`` is None or a callable.
+
+PARITIES = ("between", "ends", "nearest")
+
+
+def _sys_workers_valid(d: Draw, ctx: dict):
+    return int_like(d, d.int(max(2, _typical_int(ctx, "num_inputs", 2)), 16))
+
+
+def _sys_bad_workers(d: Draw, ctx: dict) -> list:
+    k = _typical_int(ctx, "num_inputs", 2)
+    return [("below-num_inputs", k - 1)] if k - 1 >= 2 else []
+
+
+def _sys_bad_inputs(d: Draw, ctx: dict) -> list:
+    return [("above-num_workers", int(ctx["num_workers"]) + 1)]
+
+
+def _sys_beta_valid(d: Draw, ctx: dict):
+    if d.coin(0.6):
+        return OMIT
+    return distinct_points(d, int(ctx["num_workers"]))
+
+
+def _sys_alpha_valid(d: Draw, ctx: dict):
+    beta = ctx["beta"]
+    if d.coin(0.5):
+        return OMIT
+    k = int(ctx["num_inputs"])
+    if beta is OMIT:
+        return points_like(d, distinct_points(d, k))
+    chosen = np.asarray(beta, dtype=np.float64)[d.sample(len(beta), k)]
+    return d.pick((chosen, chosen.tolist()))  # exact values: no float32 round trip
+
+
+def _sys_bad_alpha(d: Draw, ctx: dict) -> list:
+    out = bad_points(_n_inputs)(d, ctx)
+    beta = ctx["beta"]
+    if beta is not OMIT:
+        k, beta = int(ctx["num_inputs"]), np.asarray(beta, dtype=np.float64)
+        off = np.sort(beta)[:k] + 0.25 * np.min(np.diff(np.sort(beta))) if beta.size > 1 else beta + 0.5
+        out.append(("off-beta's-points", off))
+    return out
+
+
+def _systematic_params(kind: str) -> tuple[Param, ...]:
+    lambdas = (
+        (
+            Param("lambda_enc", _lambda_valid, _bad_lambda),
+            Param("lambda_dec", _lambda_dec_valid, _bad_lambda_dec),
+        )
+        if kind == "gcc"
+        else ()
+    )
+    return (
+        Param(
+            "num_inputs",
+            lambda d, ctx: int_like(d, d.int(1, 6)),
+            bad_count(1, name="num_inputs", extra=_sys_bad_inputs),
+            names=("num_inputs", "num_workers"),
+        ),
+        Param(
+            "num_workers",
+            _sys_workers_valid,
+            bad_count(2, name="num_workers", extra=_sys_bad_workers),
+            names=("num_workers", "num_inputs"),
+        ),
+        Param("systematic", lambda d, ctx: d.pick((True, np.True_)), bad_flag),
+        Param("parity", lambda d, ctx: omit_or(d, 0.3, lambda: d.pick(PARITIES)), bad_choice(PARITIES)),
+        Param(
+            "assignment",
+            lambda d, ctx: omit_or(d, 0.5, lambda: d.pick(("natural", "golden"))),
+            bad_choice(("natural", "golden")),
+        ),
+        *lambdas,
+        Param("points", _points_valid, bad_choice(("chebyshev", "equispaced"))),
+        Param("beta", _sys_beta_valid, bad_points(lambda ctx: int(ctx["num_workers"]))),
+        Param("alpha", _sys_alpha_valid, _sys_bad_alpha, names=("alpha", "beta")),
+    )
+
+
+def _check_systematic_code(code, kw: dict) -> str | None:
+    wrong = _check_code(code, kw)
+    if wrong is not None:
+        return wrong
+    workers = np.asarray(code.systematic_workers)
+    if np.any(workers < 0) or np.unique(workers).size != workers.size:
+        return f"systematic_workers {workers.tolist()}: not a distinct worker per input"
+    if not np.array_equal(code.beta[workers], code.alpha):
+        return "a systematic worker does not sit at its input's point"
+    X = np.random.default_rng(0).normal(size=(code.num_inputs, 2))
+    if not np.array_equal(np.asarray(code.encode(X))[workers], X):
+        return "encode does not send a systematic worker its raw input, bit for bit"
+    return None
+
+
+SYSTEMATIC_KINDS = {"gcc-systematic": ("gcc", cc.GCC), "bacc-systematic": ("bacc", cc.BACC)}
+for _kind, (_base, _cls) in SYSTEMATIC_KINDS.items():
+    CODE_PARAMS[_kind] = _systematic_params(_base)
+    EXTENSION_CODE_CLASSES[_kind] = _cls
+    EXTENSION_CLASS_NAMES[_kind] = f"{_cls.__name__}(systematic=True)"
+
+
+class AnswerLog:
+    """An ``on_answer`` callback that records its calls ``(k, exact, seconds)``."""
+
+    def __init__(self):
+        self.calls: list[tuple[int, bool, float]] = []
+
+    def __call__(self, k, estimate, exact, seconds) -> None:
+        self.calls.append((k, exact, seconds))
+
+    def __repr__(self) -> str:
+        return "AnswerLog()"
+
+
+def _tau_valid(d: Draw, ctx: dict):
+    return d.pick((OMIT, None, 10.0, 1.0, np.float64(2.5), 3, 1e-3))
+
+
+_bad_tau = bad_real(
+    lo=0.0, lo_open=True, typical=1.0, none_ok=True, extra=lambda d, ctx: [("str-number", "1.0")]
+)
+
+
+def _queries_wait_for_valid(d: Draw, ctx: dict):
+    if d.coin(0.25):
+        return AtLeast(d.int(1, _code(ctx).num_workers))
+    return _exec_wait_for_valid(d, ctx)
+
+
+def _bad_queries_wait_for(d: Draw, ctx: dict) -> list:
+    return [entry for entry in _bad_exec_wait_for(d, ctx) if entry[0] != "predicate"]
+
+
+def _check_answers(out, kw: dict) -> str | None:
+    code = _code(kw)
+    k, n = code.num_inputs, code.num_workers
+    if out.error is not None and not isinstance(out.error, (InsufficientResultsError, MissingResultsError)):
+        return f"error of type {type(out.error).__name__}"
+    answered, exact, by = np.asarray(out.answered), np.asarray(out.exact), np.asarray(out.answered_by)
+    if answered.shape != (k,) or exact.shape != (k,) or by.shape != (k,) or np.shape(out.answered_s) != (k,):
+        return "answered, exact, answered_s and answered_by must have shape (K,)"
+    if np.any(exact & ~answered) or np.any((by >= 0) & ~exact):
+        return "an unanswered input is exact, or an own answer is not"
+    own = np.flatnonzero(by >= 0)
+    if np.any(by >= n) or not np.array_equal(np.asarray(code.systematic_inputs)[by[own]], own):
+        return f"answered_by {by.tolist()} names a worker that does not compute that input raw"
+    if not np.array_equal(np.isfinite(out.answered_s), answered):
+        return "answered_s is not finite exactly where an input is answered"
+    if out.estimates is None:
+        return None if not answered.any() else "answers without estimates"
+    shape = (k, *_shape(kw["X"])[1:])
+    if tuple(_shape(out.estimates)) != shape:
+        return f"estimates of shape {_shape(out.estimates)}, expected {shape}"
+    if not np.all(np.isfinite(np.asarray(out.estimates)[answered])):
+        return "an answered input's estimate has NaN or inf"
+    log = kw.get("on_answer")
+    if isinstance(log, AnswerLog) and sorted(c[0] for c in log.calls) != np.flatnonzero(answered).tolist():
+        return (
+            f"on_answer called for {[c[0] for c in log.calls]}, answered {np.flatnonzero(answered).tolist()}"
+        )
+    return None
+
+
+def _systematic_targets() -> list[Target]:
+    targets = [
+        Target(
+            EXTENSION_CLASS_NAMES[kind], CODE_PARAMS[kind], lambda kw, cls=cls: cls, _check_systematic_code
+        )
+        for kind, (_, cls) in SYSTEMATIC_KINDS.items()
+    ]
+    context = (
+        _code_param((*CODE_CLASSES, *SYSTEMATIC_KINDS, *SYSTEMATIC_KINDS)),
+        _cluster_param(("simulated", "simulated", "thread")),
+        Param("_f", lambda d, ctx: d.pick(FUNCTIONS), hidden=True),
+    )
+    targets.append(
+        Target(
+            "CodedExecutor.run_queries",
+            (
+                *context,
+                Param("X", _exec_x_valid, bad_batch(lambda ctx: _code(ctx).num_inputs, "X")),
+                Param("tau", _tau_valid, _bad_tau),
+                Param(
+                    "wait_for",
+                    _queries_wait_for_valid,
+                    bad_count(1, name="wait_for", extra=_bad_queries_wait_for, none_ok=True),
+                ),
+                Param(
+                    "on_answer",
+                    lambda d, ctx: d.pick((OMIT, None, AnswerLog())),
+                    lambda d, ctx: [("str", "print"), ("int", 3), ("list", [])],
+                ),
+            ),
+            lambda kw: _executor(kw).run_queries,
+            _check_answers,
+        )
+    )
+    return targets
+
+
 class BoundSpec:
     """A ManifoldGCC drawn by its constructor's spec, bound to a batch drawn for it: ``obj`` is
     ``code.bind(X)`` (a GCC, or a ThinPlateCode for ``design="thin-plate"``). A draw whose
@@ -5259,7 +5469,11 @@ def _build_targets() -> dict[str, Target]:
 
 
 _EXTENSION_TARGETS = {t.name: t for t in _extension_targets()}
-TARGETS: dict[str, Target] = {**_build_targets(), **_EXTENSION_TARGETS}
+TARGETS: dict[str, Target] = {
+    **_build_targets(),
+    **{t.name: t for t in _systematic_targets()},
+    **_EXTENSION_TARGETS,
+}
 TARGET_NAMES: tuple[str, ...] = tuple(TARGETS)
 # The extensions' callables (ManifoldGCC and layout, RobustGCC and the attacks, gradient
 # coding), for ``benchmarks/fuzz_api.py --only extensions``.
