@@ -257,16 +257,14 @@ class CodedExecutor:
         systematic = np.asarray(code.systematic_inputs, dtype=np.int64)
         answered_by = np.full(num_inputs, -1, dtype=np.int64)
         answered_s = np.full(num_inputs, np.nan)
-        own_rows: dict[int, object] = {}
 
         def arrived(worker: int, latency: float, output) -> None:
             k = int(systematic[worker])
             if k < 0 or answered_by[k] >= 0:  # a parity worker, or a later copy
                 return
             answered_by[k], answered_s[k] = worker, latency
-            own_rows[k] = _arraylib.convert_like(output, coded)[0]
             if on_answer is not None:
-                on_answer(k, own_rows[k], True, float(latency))
+                on_answer(k, _arraylib.convert_like(output, coded)[0], True, float(latency))
 
         covers_all = _Coverage(systematic, num_inputs)
 
@@ -294,7 +292,7 @@ class CodedExecutor:
         if error is not None:
             error.report, error.results = report, gathered.results
 
-        estimates, exact = self._answers(decoded, gathered.results, own_rows, num_inputs)
+        estimates, exact = self._answers(decoded, gathered, answered_by)
         answered = ~missing
         if decoded is not None:
             answered[:] = True
@@ -330,25 +328,26 @@ class CodedExecutor:
             raise
 
     @staticmethod
-    def _answers(decoded: Decoded | None, results, own_rows: dict, num_inputs: int):
-        """``(estimates, exact)``: the decode's estimates (or NaN rows) with each input's own
-        result put in its row."""
-        exact = np.zeros(num_inputs, dtype=bool)
+    def _answers(decoded: Decoded | None, gathered: Gathered, answered_by: np.ndarray):
+        """``(estimates, exact)``: the decode's estimates (or NaN rows, with no decode) with
+        each input answered by its own worker given that worker's row of the results."""
+        exact = np.zeros(answered_by.size, dtype=bool)
+        results = gathered.results
+        if results is None:  # nothing usable arrived: nothing was answered either
+            return None, exact
         if decoded is not None:
             estimates = decoded.estimates
-            exact |= np.broadcast_to(np.asarray(decoded.info.get("exact", False), dtype=bool), exact.shape)
-        elif results is not None:
-            estimates = _arraylib.empty_like_rows(_floating(results), num_inputs, math.nan)
+            exact |= decoded.info["exact"]
         else:
-            return None, exact
-        if own_rows:
-            index = np.array(sorted(own_rows), dtype=np.int64)
-            rows = [own_rows[k][None] for k in index.tolist()]
-            stacked = _stack_rows(rows, estimates)
+            estimates = _arraylib.empty_like_rows(_floating(results), answered_by.size, math.nan)
+        own = np.flatnonzero(answered_by >= 0)
+        if own.size:  # every usable result is in gathered.alive (the first one set the shape)
+            row_of = {worker: i for i, worker in enumerate(gathered.alive.tolist())}
+            rows = _arraylib.take_rows(results, np.array([row_of[w] for w in answered_by[own].tolist()]))
             if decoded is not None and not _arraylib.is_torch(estimates):
                 estimates = estimates.copy()  # the decode's array may be shared or read-only
-            estimates = _arraylib.set_rows(estimates, index, stacked)
-            exact[index] = True
+            estimates = _arraylib.set_rows(estimates, own, rows)
+            exact[own] = True
         return estimates, exact
 
     def _attacked(self, code, gathered: Gathered) -> Gathered:
@@ -454,12 +453,3 @@ def _floating(results):
 
         return results if results.is_floating_point() else results.to(torch.get_default_dtype())
     return results if np.issubdtype(results.dtype, np.floating) else results.astype(np.float64)
-
-
-def _stack_rows(rows: list, like):
-    """``rows`` (each ``(1, ...)``) stacked in ``like``'s kind."""
-    if _arraylib.is_torch(like):
-        import torch
-
-        return torch.cat(rows)
-    return np.concatenate(rows)
