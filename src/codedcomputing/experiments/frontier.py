@@ -551,14 +551,27 @@ def parity_kind(config: Config) -> str:
     return "deployed-model" if config.task == "linear" or config.parity == "deployed-model" else "learned"
 
 
-def _parity_models(config: Config, k: int, progress: bool) -> dict:
-    """``{size: parity model (groups (G, size, ...) -> (G, C)) or None (the deployed network on
-    the sum)}`` for each group size of ``config.parity_k`` that some level runs."""
-    sizes = [
+def _parity_sizes(config: Config) -> list[int]:
+    """The group sizes of ``config.parity_k`` that some level runs (L = 1 + 1/k)."""
+    k = config.num_inputs
+    return [
         size
         for size in config.parity_k
         if k % size == 0 and any(round(level * k) - k == k // size for level in config.levels)
     ]
+
+
+def parity_models_used(config: Config) -> list[tuple[str, int]]:
+    """``[(task, k), ...]``: the learned parity models (:mod:`codedcomputing.models.parity`) a
+    run of ``config`` loads, or trains on first use (none with ``parity="deployed-model"`` or on
+    the ``linear`` task)."""
+    return [(config.task, size) for size in _parity_sizes(config)] if parity_kind(config) == "learned" else []
+
+
+def _parity_models(config: Config, k: int, progress: bool) -> dict:
+    """``{size: parity model (groups (G, size, ...) -> (G, C)) or None (the deployed network on
+    the sum)}`` for each group size of ``config.parity_k`` that some level runs."""
+    sizes = _parity_sizes(config)
     if parity_kind(config) != "learned":
         return dict.fromkeys(sizes)
     from ..models import parity

@@ -64,6 +64,10 @@ MODELS_USED = {
     "frontier": ("lenet5",),
 }
 TRAIN_S = {"lenet5": 35, "vit": 210}
+# The learned parity models' training seconds here per (network, k) (their sidecars'
+# training_seconds, 2 shared cores); an experiment names the ones it uses with a
+# ``parity_models_used(config)`` function.
+PARITY_TRAIN_S = {("lenet5", 2): 170, ("lenet5", 4): 320, ("vit", 2): 670, ("vit", 4): 715}
 
 # What each figure shows, by file name; the band is read from the figure itself
 # (the caption the experiment wrote into it: :func:`~codedcomputing.experiments.records.figure_text`).
@@ -120,6 +124,24 @@ def _names(only) -> list[str]:
     if unknown or not names:
         raise ValueError(f"only: unknown experiment(s) {unknown or only!r}; known: {', '.join(EXPERIMENTS)}")
     return list(dict.fromkeys(names))
+
+
+def _untrained_parity_models(names, quick: bool) -> list[tuple[str, int]]:
+    """``[(network, k), ...]``: the learned parity models the experiments ``names`` use (their
+    module's ``parity_models_used(config)``) that are not cached yet, so will be trained."""
+    from ..models import parity
+
+    used = []
+    for name in names:
+        module = EXPERIMENTS[name]
+        if hasattr(module, "parity_models_used"):
+            used += module.parity_models_used(module.QUICK if quick else module.Config())
+    missing = []
+    for base, k in dict.fromkeys(used):
+        weights = parity.parity_path(base, k)
+        if not (weights.exists() and weights.with_suffix(".json").exists()):
+            missing.append((base, k))
+    return missing
 
 
 def _fingerprint(name: str, quick: bool, seed: int) -> dict:
@@ -276,10 +298,12 @@ def reproduce(
     to_run = [name for name in names if reuse[name] is None]
     expected = sum(EXPECTED_S.get(name, (60, 600))[0 if quick else 1] for name in to_run)
     untrained = sorted({m for name in to_run for m in MODELS_USED.get(name, ()) if not models.is_cached(m)})
+    parities = _untrained_parity_models(to_run, quick)
+    train_s = sum(TRAIN_S[m] for m in untrained) + sum(PARITY_TRAIN_S.get(p, 600) for p in parities)
+    names_trained = [*untrained, *(f"{base}'s parity model (k = {k})" for base, k in parities)]
     training = (
-        f", plus about {_duration(sum(TRAIN_S[m] for m in untrained))} to train {', '.join(untrained)} "
-        "(not cached yet)"
-        if untrained
+        f", plus about {_duration(train_s)} to train {', '.join(names_trained)} (not cached yet)"
+        if names_trained
         else ""
     )
     console.print(
