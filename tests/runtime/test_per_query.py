@@ -437,3 +437,22 @@ def test_collect_on_usable_must_be_callable():
     with pytest.raises(ValueError, match="on_usable"):
         cluster.collect(call, 3, on_usable="print")
     assert cluster.collect(call, 3).alive.size == 3  # refused before the call was taken
+
+
+def test_a_predicate_sees_the_arrived_workers_as_a_new_int_array_each_call():
+    from codedcomputing.runtime.clusters import check_wait_for
+
+    seen = []
+    predicate = check_wait_for(lambda alive: seen.append(alive) or alive.size >= 3, 40)
+    growing: list[int] = []
+    for worker in (7, 2, 30):  # the collector's list, grown by appending
+        growing.append(worker)
+        assert predicate(growing) is (len(growing) >= 3)
+    other = [5, *range(20, 37)]  # another list, longer than the buffer's first size
+    assert predicate(other) and predicate([1]) is False and predicate(np.array([4, 5, 6]))
+    expected = [[7], [7, 2], [7, 2, 30], other, [1], [4, 5, 6]]
+    assert [a.tolist() for a in seen] == expected and all(a.dtype == np.int64 for a in seen)
+    seen[1][0] = -1  # a predicate's array is its own: editing it changes nothing later
+    growing.append(11)
+    predicate(growing)
+    assert seen[-1].tolist() == [7, 2, 30, 11]

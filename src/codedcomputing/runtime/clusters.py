@@ -67,7 +67,7 @@ def run_task(f, x, fault: str | None, seed: int):
 def check_wait_for(wait_for, num_workers: int) -> Callable[[list[int]], bool]:
     """``wait_for`` (a count in ``1..N`` or a predicate on the arrived workers) as a predicate."""
     if callable(wait_for):
-        return lambda arrived: bool(wait_for(np.asarray(arrived, dtype=np.int64)))
+        return _OnArrived(wait_for)
     if isinstance(wait_for, bool) or not isinstance(wait_for, (int, np.integer)):
         raise ValueError(
             f"wait_for must be an integer or a predicate on the arrived workers, got {wait_for!r}"
@@ -76,6 +76,32 @@ def check_wait_for(wait_for, num_workers: int) -> Callable[[list[int]], bool]:
         raise ValueError(f"wait_for must be in 1..{num_workers} (the number of workers), got {wait_for}")
     count = int(wait_for)
     return lambda arrived: len(arrived) >= count
+
+
+class _OnArrived:
+    """A predicate on the arrived workers (an int array, a new one per call) called with the
+    collector's lists of workers. Those only grow by appending while results arrive, so when
+    called with the list of the last call, grown, only its new workers are converted, not
+    the whole list each time; any other list is converted afresh."""
+
+    def __init__(self, predicate: Callable[[np.ndarray], object]):
+        self.predicate = predicate
+        self._list: list[int] | None = None
+        self._array = np.zeros(16, dtype=np.int64)  # the list's workers in its first _known entries
+        self._known = 0
+
+    def __call__(self, arrived) -> bool:
+        if not isinstance(arrived, list):
+            return bool(self.predicate(np.asarray(arrived, dtype=np.int64)))
+        count = len(arrived)
+        if arrived is not self._list or count < self._known:
+            self._list, self._known = arrived, 0
+        if count > self._array.size:
+            self._array = np.resize(self._array, max(count, 2 * self._array.size))
+        if count > self._known:
+            self._array[self._known : count] = arrived[self._known :]
+            self._known = count
+        return bool(self.predicate(self._array[:count].copy()))
 
 
 def check_deadline(deadline) -> float:

@@ -274,7 +274,7 @@ class CodedExecutor:
                     return True
             elif wait_for(alive):  # the caller's rule, or the code's complete
                 return True
-            return covers_all(alive.tolist())  # every input answered by its own worker
+            return covers_all(alive)  # every input answered by its own worker
 
         call = self.cluster.submit(self.f, coded)
         gathered = self.cluster.collect(call, enough, tau, output_shape=self.output_shape, on_usable=arrived)
@@ -418,8 +418,9 @@ class CodedExecutor:
 
 
 class _Coverage:
-    """Whether the own results of a list of workers cover every input: a pure function of the
-    list, incremental when called with longer and longer lists (as collecting does)."""
+    """Whether the own results of the arrived workers (an int array, or a list) cover every
+    input: a pure function of them, incremental when called with longer and longer arrays
+    that extend the last one (as collecting does)."""
 
     def __init__(self, systematic: np.ndarray, num_inputs: int):
         self.systematic = systematic.tolist()
@@ -428,21 +429,25 @@ class _Coverage:
         self._reset()
 
     def _reset(self) -> None:
-        self.seen: list[int] = []
+        self.seen = np.zeros(0, dtype=np.int64)
         self.answered = [False] * self.num_inputs
         self.covered = 0
 
-    def __call__(self, alive: list[int]) -> bool:
-        if not self.possible or len(alive) < self.num_inputs:
+    def __call__(self, alive) -> bool:
+        if not isinstance(alive, np.ndarray):
+            alive = np.array(alive, dtype=np.int64)
+        if not self.possible or alive.size < self.num_inputs:
             return False
-        if len(alive) < len(self.seen) or alive[: len(self.seen)] != self.seen:
+        known = self.seen.size
+        if alive.size < known or not np.array_equal(alive[:known], self.seen):
             self._reset()
-        for worker in alive[len(self.seen) :]:
+            known = 0
+        for worker in alive[known:].tolist():
             k = self.systematic[worker]
             if k >= 0 and not self.answered[k]:
                 self.answered[k] = True
                 self.covered += 1
-            self.seen.append(worker)
+        self.seen = alive  # the collecting loop hands a new array each call
         return self.covered == self.num_inputs
 
 
