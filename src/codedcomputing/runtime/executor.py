@@ -439,7 +439,7 @@ class _Coverage:
         if not self.possible or alive.size < self.num_inputs:
             return False
         known = self.seen.size
-        if alive.size < known or not np.array_equal(alive[:known], self.seen):
+        if alive.size < known or alive[:known].tobytes() != self.seen.tobytes():
             self._reset()
             known = 0
         for worker in alive[known:].tolist():
