@@ -594,9 +594,7 @@ class ManifoldGCC(Code):
         self.neighbours = check_count(neighbours, "neighbours", 1)
         self.dimensions = check_count(dimensions, "dimensions", 1)
         self.embedding = check_choice(embedding, "embedding", EMBEDDINGS)
-        if not isinstance(systematic, bool | np.bool_):
-            raise ValueError(f"systematic must be True or False, got {systematic!r}")
-        self.systematic = bool(systematic)
+        self.systematic = check_flag(systematic, "systematic")
         if design == "thin-plate" and lambda_dec == "gcv":
             raise ValueError("lambda_dec='gcv' is GCC's: design='thin-plate' takes a number >= 0")
         self.assignment, self.decoding = assignment, decoding
