@@ -54,6 +54,15 @@ take positions K, K + 1, ... . Intervals: percentile bootstrap over groups (500 
 same resampled groups for every scheme of a (regime, level), so the ratios ``vs_replication``
 and ``vs_hedge`` are paired).
 
+Selection apart from report: :func:`frontier_table` (the headline, the claims) chooses each
+cell's best code and knob, and ParM's tau, on the even-numbered groups (``select_*`` columns)
+and reports them on the odd-numbered ones (``heldout_*``), so no reported p99.9 is the minimum
+of many noisy p99.9s taken on itself. A p99.9 over Q queries rests on about Q / 1000 of them
+(fewer distinct values for a non-systematic code, which answers a group at once).
+
+Decoding is free unless ``Config.decode_cost`` (in base service times) says otherwise:
+``benchmarks/bench_frontier_decode_cost.py`` measures a decode at about one LeNet-5 call here.
+
 How the arithmetic was checked: the per-query latency functions below are tested against
 brute-force loops over small hand-made draws (tests/experiments/test_frontier.py); the
 non-systematic wait-for-w latency against :meth:`CodedExecutor.run` on a simulated cluster
