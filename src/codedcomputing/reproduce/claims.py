@@ -706,7 +706,8 @@ def frontier_claims(rows: list[dict], config=None) -> list[Claim]:
     def setting(e):
         return (
             f"K = {_some(rows)[0]['num_inputs']}, {e['queries']} held-out queries per scheme "
-            f"(its knob chosen on the other {e['select_queries']}), {_some(rows)[0]['task']}"
+            f"(its knob chosen on the other {e['select_queries']}), {_some(rows)[0]['task']}, decoding "
+            f"{_some(rows)[0].get('decode_cost', 0.0):g} service times"
         )
 
     def describe(e):
