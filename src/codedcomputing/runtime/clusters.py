@@ -221,7 +221,7 @@ class Cluster(ABC):
         this counts too.
 
         ``on_usable(worker, latency, output)``, if given, is called once per usable result,
-        the moment the master takes it, before ``wait_for`` is consulted again: on the
+        the moment the master takes it, before the call checks whether it is done: on the
         thread that called ``collect`` (every backend feeds its results there, so the
         callback needs no lock of its own), in arrival order, with ``latency`` the seconds
         from dispatch (virtual seconds on a :class:`SimulatedCluster`) and ``output`` the
