@@ -238,7 +238,9 @@ class CodedExecutor:
                 f"workers, or None, got {wait_for!r}"
             )
         if tau is not None:
-            tau = check_number(tau, "tau (seconds after dispatch, or None)", low=0.0, low_open=True)
+            tau = check_number(
+                tau, "tau (seconds after dispatch, or None)", low=0.0, low_open=True, high_open=True
+            )
         if on_answer is not None and not callable(on_answer):
             raise ValueError(
                 f"on_answer must be None or a callable (k, estimate, exact, seconds), got {on_answer!r}"
