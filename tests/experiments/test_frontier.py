@@ -288,8 +288,27 @@ def test_headline_and_table_compare_with_both_baselines(rows):
         assert entry["wins"] == (entry["keeps_accuracy"] and entry["p999"] < baseline)
     headline = frontier.headline(rows)
     assert len(headline.rows) == len(table)
-    assert set(headline.column("coding")) <= {"wins", "ties", "loses:\nlatency", "loses:\naccuracy"}
+    assert set(headline.column("coding")) <= {
+        "wins",
+        "wins?",
+        "ties",
+        "loses:\nlatency",
+        "loses:\nlatency?",
+        "loses:\naccuracy",
+    }
     assert [row[1].split()[0] for row in headline.rows] == [e["scheme"] for e in table]
+
+
+def test_a_verdict_whose_paired_interval_holds_1_is_not_clear():
+    def verdict(low, high, code=1.2):
+        rows = _cell_rows({"replication": 10.0, "hedge": 8.0, "manifold-gcc": code}, {"manifold-gcc": 0.975})
+        rows[-1] |= {"heldout_vs_hedge_low": low, "heldout_vs_hedge_high": high}
+        return frontier.frontier_table(rows)[0]["verdict"]
+
+    assert verdict(0.1, 0.2) == "wins"
+    assert verdict(0.1, 1.01) == "wins (not clear)"  # against the faster baseline, hedging
+    assert verdict(0.9, 1.2, code=9.0) == "loses (latency, not clear)"
+    assert verdict(1.05, 1.2, code=9.0) == "loses (latency)"
 
 
 def test_the_headline_fits_100_columns_off_a_terminal():

@@ -778,7 +778,9 @@ def frontier_table(rows: list[dict], tolerance: float = TOLERANCE) -> list[dict]
                 ),
                 "vs_hedge": tuple(best[f"heldout_vs_hedge{end}"] for end in ("", "_low", "_high")),
                 "wins": keeps and best["heldout_p999"] < baseline,
-                "verdict": _verdict(keeps, best["heldout_p999"], baseline),
+                "verdict": _verdict(
+                    keeps, best["heldout_p999"], baseline, _interval_to(best, replication, hedge)
+                ),
                 "queries": best["heldout_queries"],
                 "select_queries": best["queries"] - best["heldout_queries"],
             }
@@ -786,13 +788,32 @@ def frontier_table(rows: list[dict], tolerance: float = TOLERANCE) -> list[dict]
     return table
 
 
-def _verdict(keeps: bool, p999: float, baseline: float) -> str:
-    """ "wins", "ties" (the same p99.9), "loses (latency)" or "loses (accuracy)"."""
+def _interval_to(best: dict, replication: dict, hedge: dict) -> tuple[float, float]:
+    """The held-out paired 95% interval of ``best``'s p99.9 over the faster baseline's."""
+    name = "replication" if replication["heldout_p999"] <= hedge["heldout_p999"] else "hedge"
+    return best[f"heldout_vs_{name}_low"], best[f"heldout_vs_{name}_high"]
+
+
+def _verdict(keeps: bool, p999: float, baseline: float, interval: tuple[float, float] = (0.0, 0.0)) -> str:
+    """ "wins", "ties" (the same p99.9), "loses (latency)" or "loses (accuracy)"; a win or a
+    latency loss whose paired ratio ``interval`` to the faster baseline holds 1 says
+    "not clear"."""
     if not keeps:
         return "loses (accuracy)"
     if math.isclose(p999, baseline, rel_tol=1e-9):
         return "ties"
-    return "wins" if p999 < baseline else "loses (latency)"
+    clear = not interval[0] <= 1.0 <= interval[1]
+    if p999 < baseline:
+        return "wins" if clear else "wins (not clear)"
+    return "loses (latency)" if clear else "loses (latency, not clear)"
+
+
+VERDICT_CELLS = {  # the headline's narrow spelling
+    "loses (accuracy)": "loses:\naccuracy",
+    "loses (latency)": "loses:\nlatency",
+    "loses (latency, not clear)": "loses:\nlatency?",
+    "wins (not clear)": "wins?",
+}
 
 
 def _label(row: dict) -> str:
@@ -822,7 +843,7 @@ def headline(rows: list[dict]) -> Headline:
                 f"{ratio:.2g} of {entry['replication_p999']:.3g}\n[{low:.2g},{high:.2g}]",
                 f"{hedge:.2g} of {entry['hedge_p999']:.3g}\n[{hedge_low:.2g},{hedge_high:.2g}]",
                 f"{entry['parm_p999']:.3g}\n({entry['parm_accuracy']:.3f})" if entry["parm"] else "",
-                entry["verdict"].replace(" (", ":\n").rstrip(")"),
+                VERDICT_CELLS.get(entry["verdict"], entry["verdict"]),
             )
         )
     model_acc = rows[0]["model_acc"] if rows else math.nan
@@ -846,7 +867,7 @@ def headline(rows: list[dict]) -> Headline:
         f"ones ({held} queries: a p99.9 rests on its ~{max(held // 1000, 1)} slowest, fewer distinct "
         f"values for codes that answer a group at once); intervals: paired bootstrap over groups "
         f"({RESAMPLES} resamples); 'wins': within 1 point of the model's accuracy and a p99.9 below both "
-        "baselines'",
+        "baselines'; '?': the paired interval of the ratio to the faster one holds 1",
     )
 
 
