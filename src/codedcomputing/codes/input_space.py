@@ -8,7 +8,14 @@ import numpy as np
 from .. import _arraylib
 from .._validation import check_number, check_real_array
 
-__all__ = ["kernel_estimates"]
+__all__ = ["kernel_estimates", "kernel_map"]
+
+#: The RBF term's weight and length used by :class:`~codedcomputing.ManifoldGCC` (``degraded=
+#: "input-space"``) and the benchmark's defaults: chosen on the calibration split of
+#: ``benchmarks/bench_degraded.py --calibrate`` (even-indexed MNIST test images, seed 1; at
+#: K = 50 amplitude 0.3-10 and length 0.5-1 were within 0.04 of each other), never on the
+#: reported figures.
+AMPLITUDE, LENGTH = 1.0, 0.5
 
 
 def kernel_estimates(coded_inputs, results, alive, targets, *, amplitude=1.0, length=0.5, ridge=1e-8):
@@ -97,12 +104,53 @@ def kernel_estimates(coded_inputs, results, alive, targets, *, amplitude=1.0, le
     inputs = coded[alive].reshape(alive.size, -1)
     outputs = returned.reshape(alive.size, -1)
     points = wanted.reshape(wanted.shape[0], -1)
-    estimates = _posterior_mean(inputs, outputs, points, amplitude, length, ridge)
+    estimates = _posterior_map(inputs, points, amplitude, length, ridge) @ outputs
     return estimates.reshape((wanted.shape[0], *returned.shape[1:]))
 
 
-def _posterior_mean(inputs, outputs, points, amplitude, length, ridge) -> np.ndarray:
-    """:func:`kernel_estimates` on flattened float64 rows. No checks are performed."""
+def kernel_map(coded_inputs, alive, targets, *, amplitude=1.0, length=0.5, ridge=1e-8) -> np.ndarray:
+    """The ``(T, |F|)`` matrix ``M`` with ``kernel_estimates(coded_inputs, Y, alive, targets,
+    ...) = M @ Y`` for any results ``Y`` (rows flattened): the estimates are linear in the
+    results, and ``M`` depends on the coded inputs only. Apply it with the results' own
+    array library (``codedcomputing._arraylib.apply_matrix``) to keep their type, dtype,
+    device and autograd. Its rows sum to 1 (constants are reproduced). Parameters and
+    checks as for :func:`kernel_estimates`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from codedcomputing.codes.input_space import kernel_map
+    >>> M = kernel_map(np.eye(3), [0, 1, 2], [[0.2, 0.3, 0.5]], amplitude=0.0)
+    >>> bool(np.allclose(M, [[0.2, 0.3, 0.5]]))
+    True
+    """
+    coded = check_real_array(coded_inputs, "coded_inputs")
+    if coded.ndim < 1 or coded.shape[0] < 1:
+        raise ValueError(f"coded_inputs must have one row per worker, got shape {coded.shape}")
+    alive = _arraylib.check_alive(alive, coded.shape[0])
+    if alive.size == 0:
+        raise ValueError("alive must name at least one returned worker")
+    wanted = check_real_array(targets, "targets")
+    if wanted.ndim < 1 or wanted.shape[1:] != coded.shape[1:]:
+        raise ValueError(
+            f"targets' rows must be shaped like coded_inputs' rows {coded.shape[1:]}, "
+            f"got shape {wanted.shape}"
+        )
+    for name, array in (("coded_inputs", coded), ("targets", wanted)):
+        if not np.all(np.isfinite(array)):
+            raise ValueError(f"{name} contains NaN or inf")
+    amplitude = check_number(amplitude, "amplitude", low=0.0)
+    length = check_number(length, "length", low=0.0, low_open=True)
+    ridge = check_number(ridge, "ridge", low=0.0)
+    inputs = coded[alive].reshape(alive.size, -1)
+    return _posterior_map(inputs, wanted.reshape(wanted.shape[0], -1), amplitude, length, ridge)
+
+
+def _posterior_map(inputs, points, amplitude, length, ridge) -> np.ndarray:
+    """The matrix of :func:`kernel_map` on flattened float64 rows: ``ybar + k (K + rho I)^-1
+    (Y - ybar)`` is ``(1 1^T / F + k (K + rho I)^-1 (I - 1 1^T / F)) Y``. No checks are
+    performed."""
+    count = len(inputs)
     centre = inputs.mean(axis=0)
     inputs, points = inputs - centre, points - centre
     squares = np.sum(inputs**2, axis=1)
@@ -115,10 +163,10 @@ def _posterior_mean(inputs, outputs, points, amplitude, length, ridge) -> np.nda
         return 1.0 + dots / scale + amplitude * np.exp(-distances / (2 * length**2 * scale))
 
     gram = kernel(inputs @ inputs.T, between)
-    gram[np.diag_indices_from(gram)] += ridge * np.trace(gram) / len(gram)
-    mean = outputs.mean(axis=0)
+    gram[np.diag_indices_from(gram)] += ridge * np.trace(gram) / count
+    centring = np.eye(count) - 1.0 / count  # Y - ybar = centring @ Y
     try:
-        weights = np.linalg.solve(gram, outputs - mean)
+        weights = np.linalg.solve(gram, centring)
     except np.linalg.LinAlgError:  # repeated inputs at ridge 0
-        weights = np.linalg.lstsq(gram, outputs - mean, rcond=None)[0]
-    return mean + kernel(points @ inputs.T, to_points) @ weights
+        weights = np.linalg.lstsq(gram, centring, rcond=None)[0]
+    return 1.0 / count + kernel(points @ inputs.T, to_points) @ weights
