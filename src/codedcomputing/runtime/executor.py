@@ -219,8 +219,9 @@ class CodedExecutor:
         after it, on threads and Ray alike; in virtual-time order on a simulated cluster),
         and after the decode for the decoded ones, in input order. ``estimate`` is the row
         ``f(x_k)`` without the batch axis. It runs inside the wait, so the time it takes
-        delays the arrivals behind it (and their ``answered_s``, on threads and Ray): hand
-        slow work to another thread. An exception it raises ends the call and propagates.
+        delays the delivery of the answers behind it (their ``answered_s`` still records
+        their arrival), and past ``tau`` results not yet taken are lost: hand slow work to
+        another thread. An exception it raises ends the call and propagates.
 
         When the decode fails (too few usable results; uncoded or replication with an input
         missing), nothing is raised: the inputs answered by their own workers keep their
