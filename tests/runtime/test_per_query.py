@@ -457,3 +457,26 @@ def test_a_predicate_sees_the_arrived_workers_as_a_new_int_array_each_call():
     growing.append(11)
     predicate(growing)
     assert seen[-1].tolist() == [7, 2, 30, 11]
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_own_answers_stay_bit_for_bit_when_a_decode_fills_the_rest(kind):
+    code = cc.GCC(4, 7, systematic=True)  # workers 0..3 compute inputs 0..3 raw
+    latency = [0.1, 3.0, 0.3, 0.4, 0.5, 0.6, 0.7]  # input 1's own worker misses tau
+    X = inputs(4).astype(np.float32)
+    g = np.tanh
+    if kind == "torch":
+        torch = pytest.importorskip("torch")
+        X, g = torch.from_numpy(X), torch.tanh
+    answers = cc.CodedExecutor(code, g, cc.SimulatedCluster(delays=trace(latency))).run_queries(X, tau=1.0)
+    assert answers.answered_by.tolist() == [0, -1, 2, 3] and answers.exact.tolist() == [
+        True,
+        False,
+        True,
+        True,
+    ]
+    assert answers.report.decoded is not None and answers.answered_s.tolist() == [0.1, 1.0, 0.3, 0.4]
+    estimates, truth = np.asarray(answers.estimates), np.asarray(g(X))
+    assert estimates.dtype == np.float32
+    assert estimates[[0, 2, 3]].tobytes() == truth[[0, 2, 3]].tobytes()
+    assert not np.array_equal(estimates[1], truth[1]) and np.abs(estimates[1] - truth[1]).max() < 0.5
