@@ -469,12 +469,8 @@ def test_own_answers_stay_bit_for_bit_when_a_decode_fills_the_rest(kind):
         torch = pytest.importorskip("torch")
         X, g = torch.from_numpy(X), torch.tanh
     answers = cc.CodedExecutor(code, g, cc.SimulatedCluster(delays=trace(latency))).run_queries(X, tau=1.0)
-    assert answers.answered_by.tolist() == [0, -1, 2, 3] and answers.exact.tolist() == [
-        True,
-        False,
-        True,
-        True,
-    ]
+    assert answers.answered_by.tolist() == [0, -1, 2, 3]
+    assert answers.exact.tolist() == [True, False, True, True]
     assert answers.report.decoded is not None and answers.answered_s.tolist() == [0.1, 1.0, 0.3, 0.4]
     estimates, truth = np.asarray(answers.estimates), np.asarray(g(X))
     assert estimates.dtype == np.float32
