@@ -165,8 +165,9 @@ def _posterior_map(inputs, points, amplitude, length, ridge) -> np.ndarray:
     gram = kernel(inputs @ inputs.T, between)
     gram[np.diag_indices_from(gram)] += ridge * np.trace(gram) / count
     centring = np.eye(count) - 1.0 / count  # Y - ybar = centring @ Y
-    try:
+    if ridge > 0:
         weights = np.linalg.solve(gram, centring)
-    except np.linalg.LinAlgError:  # repeated inputs at ridge 0
+    else:  # at ridge 0 the kernel matrix may be singular (more pairs than the affine term's
+        # rank d + 1 with amplitude 0, repeated inputs) without solve noticing: least squares
         weights = np.linalg.lstsq(gram, centring, rcond=None)[0]
     return 1.0 / count + kernel(points @ inputs.T, to_points) @ weights
