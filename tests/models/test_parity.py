@@ -144,7 +144,10 @@ def test_the_cache_key_is_base_k_and_both_recipes(cache):
 
 @pytest.mark.slow
 def test_load_parity_trains_once_then_reads_the_cache(cache, monkeypatch):
+    assert not parity.is_cached("lenet5", 2, TINY, base_recipe=TINY_BASE)
     first = parity.load_parity("lenet5", 2, TINY, base_recipe=TINY_BASE, progress=False)
+    assert parity.is_cached("lenet5", 2, TINY, base_recipe=TINY_BASE)
+    assert not parity.is_cached("lenet5", 4, TINY, base_recipe=TINY_BASE)
     assert first.k == 2 and first.encoder == "concatenation" and first.training_seconds > 0
     assert set(first.validation) == set(parity.VALIDATION)
     assert 0.0 <= first.validation["relative_accuracy"] <= 1.0

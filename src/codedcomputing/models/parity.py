@@ -61,6 +61,7 @@ __all__ = [
     "ParityRecipe",
     "encode",
     "evaluate_parity",
+    "is_cached",
     "load_parity",
     "parity_function",
     "parity_path",
@@ -197,6 +198,16 @@ def parity_path(
     canonical = json.dumps(_identity(base, k, recipe, base_recipe), sort_keys=True, separators=(",", ":"))
     key = hashlib.sha256(canonical.encode()).hexdigest()[:12]
     return cache_dir() / f"parity-{base}-k{k}-{key}.pt"
+
+
+def is_cached(
+    base: str, k: int, recipe: ParityRecipe | None = None, *, base_recipe: TrainingRecipe | None = None
+) -> bool:
+    """Whether :func:`load_parity` finds this parity model in the cache, so that it will not
+    train: its weights and sidecar are there (:func:`load_parity` still checks them, and
+    retrains an entry that fails)."""
+    weights = parity_path(base, k, recipe, base_recipe=base_recipe)
+    return weights.exists() and weights.with_suffix(".json").exists()
 
 
 def _identity(base: str, k: int, recipe: ParityRecipe, base_recipe: TrainingRecipe) -> dict:
