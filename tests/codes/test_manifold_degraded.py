@@ -42,7 +42,7 @@ def test_the_default_is_input_space_and_only_missing_rows_change():
     assert np.array_equal(kernel.estimates[exact], np.tanh(X)[exact])
     assert np.array_equal(kernel.estimates[exact], spline.estimates[exact])
     # missing rows: kernel_estimates on the batch's coded inputs (an independent call)
-    reference = kernel_estimates(coded, Y, alive, X[lost], amplitude=1.0, length=0.5)
+    reference = kernel_estimates(coded, Y, alive, X[lost], amplitude=1.0, length=0.5, ridge=1e-6)
     np.testing.assert_allclose(kernel.estimates[lost], reference, rtol=1e-10, atol=1e-12)
     assert not np.allclose(kernel.estimates[lost], spline.estimates[lost])
 

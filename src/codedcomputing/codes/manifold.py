@@ -18,7 +18,7 @@ from ..points import make_points
 from ..spline import check_lambda
 from .base import Code, by_worker
 from .gcc import GCC
-from .input_space import AMPLITUDE, LENGTH, kernel_map
+from .input_space import AMPLITUDE, LENGTH, RIDGE, kernel_map
 
 __all__ = [
     "DEGRADED",
@@ -317,7 +317,7 @@ class InputSpaceGCC(GCC):
     returns with ``degraded="input-space"``, the default). It holds the batch; an input
     ``k`` whose systematic worker did not return (``info["exact"][k]`` False) gets::
 
-        estimate_k = kernel_estimates(encode(batch), Y, alive, batch[k], amplitude, length)
+        estimate_k = kernel_estimates(encode(batch), Y, alive, batch[k], amplitude, length, ridge)
 
     (:func:`~codedcomputing.codes.input_space.kernel_estimates`: a Gaussian-process
     posterior mean on the returned (coded input, result) pairs, kernel affine plus RBF),
@@ -325,7 +325,8 @@ class InputSpaceGCC(GCC):
     input's estimate, bit for bit. The estimates are linear in ``Y`` (the map
     :func:`~codedcomputing.codes.input_space.kernel_map` depends on the batch and ``alive``
     only), applied in ``Y``'s array library: numpy or torch, ``Y``'s dtype and device,
-    autograd kept. ``info["input_space"]`` lists the inputs so decoded. Decode results of
+    autograd kept. ``ridge`` is :data:`~codedcomputing.codes.input_space.RIDGE` (1e-6).
+    ``info["input_space"]`` lists the inputs so decoded. Decode results of
     this batch only: ``encode(X)`` of another ``X`` is the spline code's, but the missing
     inputs are estimated from the held batch's coded inputs.
 
@@ -387,8 +388,14 @@ class InputSpaceGCC(GCC):
 
     @functools.cached_property
     def _coded_batch(self) -> np.ndarray:
-        """The coded inputs the master sent for :attr:`batch`, ``(N, d)`` float64."""
-        return _read_only(_arraylib.to_float64(GCC._encode(self, self.batch)))
+        """The coded inputs the master sent for :attr:`batch`, ``(N, d)`` float64, summed over
+        the inputs in the order of their points, so that a permuted batch gets the same
+        coded inputs to the last digit (the kernel's solve would magnify the difference)."""
+        matrix = _arraylib.to_float64(GCC._encode(self, np.eye(self.num_inputs)))  # (N, K), exact
+        order = np.argsort(self.alpha, kind="stable")
+        coded = matrix[:, order] @ self.batch[order]
+        coded[self.systematic_inputs >= 0] = self.batch[self.systematic_inputs[self.systematic_inputs >= 0]]
+        return _read_only(coded)
 
     def promised_case(self, rng):
         """The systematic promise: any inputs through any ``f``, from every systematic worker
@@ -402,7 +409,12 @@ class InputSpaceGCC(GCC):
         if missing.size == 0:
             return estimates, info
         mapping = kernel_map(
-            self._coded_batch, alive, self.batch[missing], amplitude=self.amplitude, length=self.length
+            self._coded_batch,
+            alive,
+            self.batch[missing],
+            amplitude=self.amplitude,
+            length=self.length,
+            ridge=RIDGE,
         )
         values = _arraylib.apply_matrix(mapping, Y)  # mapping's columns follow alive's order, as Y's rows
         if not _arraylib.is_torch(estimates) and (
