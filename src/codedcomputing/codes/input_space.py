@@ -8,14 +8,17 @@ import numpy as np
 from .. import _arraylib
 from .._validation import check_number, check_real_array
 
-__all__ = ["kernel_estimates", "kernel_map"]
+__all__ = ["AMPLITUDE", "LENGTH", "RIDGE", "kernel_estimates", "kernel_map"]
 
-#: The RBF term's weight and length used by :class:`~codedcomputing.ManifoldGCC` (``degraded=
+#: The RBF term's weight used by :class:`~codedcomputing.ManifoldGCC` (``degraded=
 #: "input-space"``) and the benchmark's defaults: chosen on the calibration split of
 #: ``benchmarks/bench_degraded.py --calibrate`` (even-indexed MNIST test images, seed 1; at
 #: K = 50 amplitude 0.3-10 and length 0.5-1 were within 0.04 of each other), never on the
 #: reported figures.
-AMPLITUDE, LENGTH = 1.0, 0.5
+AMPLITUDE = 1.0
+#: The RBF term's length (in units of the returned inputs' spread) used with
+#: :data:`AMPLITUDE`, chosen with it.
+LENGTH = 0.5
 #: The relative ridge :class:`~codedcomputing.ManifoldGCC` uses: 100 times the function's
 #: default, so that results differing by rounding (a permuted batch's) give estimates that
 #: differ by rounding too (1e-8 let near-duplicate inputs magnify 1e-16 to 3e-9).
