@@ -58,9 +58,9 @@ def kernel_estimates(coded_inputs, results, alive, targets, *, amplitude=1.0, le
     ----------
     coded_inputs : array_like, shape (N, ...)
         Every worker's coded input, in worker order.
-    results : array_like, shape (|F|, ...)
+    results : array_like, shape (F, ...)
         The returned results, row ``i`` from worker ``alive[i]``.
-    alive : array_like of int, shape (|F|,)
+    alive : array_like of int, shape (F,)
         The returned workers (distinct, at least one).
     targets : array_like, shape (T, ...)
         The inputs whose outputs are wanted, shaped like the coded inputs' rows.
@@ -116,9 +116,9 @@ def kernel_estimates(coded_inputs, results, alive, targets, *, amplitude=1.0, le
 
 
 def kernel_map(coded_inputs, alive, targets, *, amplitude=1.0, length=0.5, ridge=1e-8) -> np.ndarray:
-    """The ``(T, |F|)`` matrix ``M`` with ``kernel_estimates(coded_inputs, Y, alive, targets,
-    ...) = M @ Y`` for any results ``Y`` (rows flattened): the estimates are linear in the
-    results, and ``M`` depends on the coded inputs only. Apply it with the results' own
+    """The ``(T, F)`` matrix ``M`` (``F`` returned workers) with ``kernel_estimates(coded_inputs,
+    Y, alive, targets, ...) = M @ Y`` for any results ``Y`` (rows flattened): the estimates
+    are linear in the results, and ``M`` depends on the coded inputs only. Apply it with the results' own
     array library (``codedcomputing._arraylib.apply_matrix``) to keep their type, dtype,
     device and autograd. Its rows sum to 1 (constants are reproduced). Parameters and
     checks as for :func:`kernel_estimates`.

@@ -777,10 +777,12 @@ class ManifoldGCC(Code):
     def min_results(self) -> int:
         return self._template.min_results
 
-    def bind(self, X) -> GCC | ThinPlateCode:
+    def bind(self, X) -> GCC | InputSpaceGCC | ThinPlateCode:
         """The code for the batch ``X``: a :class:`~codedcomputing.GCC` with the batch's
-        order and spacing (``layout``: a :class:`Layout`), or for ``design="thin-plate"`` a
-        :class:`ThinPlateCode` on the batch's embedding (``layout``: a :class:`SiteLayout`)."""
+        order and spacing (``layout``: a :class:`Layout`), an :class:`InputSpaceGCC` (a GCC
+        holding the batch) when the layout is systematic and ``degraded="input-space"``, or
+        for ``design="thin-plate"`` a :class:`ThinPlateCode` on the batch's embedding
+        (``layout``: a :class:`SiteLayout`)."""
         X = _arraylib.check_inputs(X, self.num_inputs)
         if _arraylib.is_complex(X):  # the layout needs real distances
             raise ValueError(f"X must be real for a batch layout, got complex {X.dtype}")
