@@ -326,7 +326,8 @@ class InputSpaceGCC(GCC):
     :func:`~codedcomputing.codes.input_space.kernel_map` depends on the batch and ``alive``
     only), applied in ``Y``'s array library: numpy or torch, ``Y``'s dtype and device,
     autograd kept. ``ridge`` is :data:`~codedcomputing.codes.input_space.RIDGE` (1e-6).
-    ``info["input_space"]`` lists the inputs so decoded. Decode results of
+    ``info["input_space"]`` lists the inputs so decoded. :meth:`decoder` is the spline's
+    (it knows nothing of the batch): decode with :meth:`decode`. Decode results of
     this batch only: ``encode(X)`` of another ``X`` is the spline code's, but the missing
     inputs are estimated from the held batch's coded inputs.
 
