@@ -75,13 +75,15 @@ def test_example_rejects_bad_options_naming_them(args, needle):
 
 HELP = {"COLUMNS": "200"}  # wide enough for the list of experiments on one line
 
+EXPERIMENT_CHOICES = "stragglers|polynomial|rates|latency|manifold|adversarial|gradient-coding|frontier"
+
 
 def test_experiment_help_names_every_experiment():
     from codedcomputing.experiments import EXPERIMENTS
 
     result = runner.invoke(app, ["experiment", "--help"], env=HELP)
     assert result.exit_code == 0
-    assert "stragglers|polynomial|rates|latency|manifold|adversarial|gradient-coding|frontier" in result.output
+    assert EXPERIMENT_CHOICES in result.output
     for name, module in EXPERIMENTS.items():
         assert re.search(rf"^ {name} +{re.escape(module.SUMMARY)}", result.output, re.MULTILINE)
     assert "see `coded experiment --help`" not in result.output
@@ -90,7 +92,7 @@ def test_experiment_help_names_every_experiment():
 @pytest.mark.parametrize(
     ("command", "choices"),
     [
-        (["experiment"], ["stragglers|polynomial|rates|latency|manifold|adversarial|gradient-coding|frontier"]),
+        (["experiment"], [EXPERIMENT_CHOICES]),
         (["demo"], ["thread|ray"]),
         (["example"], ["random|contiguous"]),
         (["models", "train"], ["lenet5|vit", "mnist|digits"]),

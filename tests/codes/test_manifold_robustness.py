@@ -304,7 +304,8 @@ def test_the_golden_assignment_decodes_like_scipys_natural_spline():
     lambda 0 the decoder is the natural cubic spline through the returned (beta, y),
     whatever order the workers' points are in (scipy's CubicSpline needs them sorted)."""
     rng = np.random.default_rng(9)
-    code = cc.ManifoldGCC(10, 40, decoding="spline", degraded="spline")  # golden: beta unsorted in worker order
+    # golden: beta unsorted in worker order
+    code = cc.ManifoldGCC(10, 40, decoding="spline", degraded="spline")
     assert np.any(np.diff(code.beta) > 0) and np.any(np.diff(code.beta) < 0)
     for kind in ("normal", "near-duplicates", "clusters"):
         X = hard_batch(kind, rng, 10, 3)
