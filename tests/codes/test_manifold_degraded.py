@@ -117,7 +117,7 @@ def test_params_and_pickling_keep_the_option():
     assert code.get_params()["degraded"] == "spline" and "degraded='spline'" in repr(code)
     assert type(code)(**code.get_params()).degraded == "spline"
     assert pickle.loads(pickle.dumps(code)).degraded == "spline"
-    assert cc.ManifoldGCC(6, 9).degraded == "input-space"
+    assert cc.ManifoldGCC(6, 9).degraded == "auto"
     X, lost = _batch(k=6, d=4, seed=7), np.array([1])
     bound = cc.ManifoldGCC(6, 9).bind(X)
     alive = np.setdiff1d(np.arange(9), bound.systematic_workers[lost])
@@ -140,3 +140,16 @@ def test_both_options_pass_the_conformance_suite():
     sizes = ((1, 3), (4, 9), (7, 10))
     assert check_code(lambda k, n: cc.ManifoldGCC(k, n), sizes=sizes)[0] == "check_binding"
     assert check_code(lambda k, n: cc.ManifoldGCC(k, n, degraded="spline"), sizes=sizes)[0] == "check_binding"
+
+
+def test_auto_decodes_in_input_space_up_to_three_workers_per_input_then_by_the_spline():
+    """The default switches at N = 3 K: the input-space estimate's mean MSE was below the
+    spline's up to 3 K workers and above it at 5 K (docs/degraded.rst)."""
+    X = _batch(k=6, d=3, seed=9)
+    assert cc.ManifoldGCC(6, 18).degraded == "auto"
+    assert isinstance(cc.ManifoldGCC(6, 18).bind(X), InputSpaceGCC)  # N = 3 K
+    assert type(cc.ManifoldGCC(6, 19).bind(X)) is cc.GCC  # N > 3 K: the spline
+    assert isinstance(cc.ManifoldGCC(6, 19, degraded="input-space").bind(X), InputSpaceGCC)
+    assert type(cc.ManifoldGCC(6, 9, degraded="spline").bind(X)) is cc.GCC
+    with pytest.raises(ValueError, match="degraded"):
+        cc.ManifoldGCC(6, 9, degraded="Auto")

@@ -24,6 +24,7 @@ __all__ = [
     "DEGRADED",
     "DESIGNS",
     "EMBEDDINGS",
+    "INPUT_SPACE_MAX_RATIO",
     "MAX_THIN_PLATE_POINTS",
     "SPACINGS",
     "InputSpaceGCC",
@@ -36,7 +37,9 @@ __all__ = [
 DESIGNS = ("chain", "spectral", "pca", "thin-plate", "none")
 SPACINGS = ("arc", "centripetal", "rank")
 EMBEDDINGS = ("isomap", "eigenmaps")
-DEGRADED = ("input-space", "spline")
+DEGRADED = ("auto", "input-space", "spline")
+# "auto" decodes missing inputs in input space up to this many workers per input, else by the spline
+INPUT_SPACE_MAX_RATIO = 3.0
 
 # A thin-plate decoder solves a dense (|F| + m + 1) system, O(|F|^3): 0.44 s from 1,800
 # results here (4.4 s when the solve took every column, not only the K rows needed), and a
@@ -314,7 +317,8 @@ class ThinPlateCode(Code):
 class InputSpaceGCC(GCC):
     r"""A systematic :class:`~codedcomputing.GCC` bound to one batch whose inputs with a
     missing systematic worker are decoded in input space (what :meth:`ManifoldGCC.bind`
-    returns with ``degraded="input-space"``, the default). It holds the batch; an input
+    returns with ``degraded="input-space"``, and with the default ``"auto"`` up to
+    ``N = 3 K`` workers). It holds the batch; an input
     ``k`` whose systematic worker did not return (``info["exact"][k]`` False) gets::
 
         estimate_k = kernel_estimates(encode(batch), Y, alive, batch[k], amplitude, length, ridge)
@@ -664,7 +668,7 @@ class ManifoldGCC(Code):
         m, the embedding's dimension for ``design="thin-plate"`` (at most K - 1 are used).
     embedding : {"isomap", "eigenmaps"}, default "isomap"
         How ``design="thin-plate"`` embeds the batch (above).
-    degraded : {"input-space", "spline"}, default "input-space"
+    degraded : {"auto", "input-space", "spline"}, default "auto"
         How an input whose systematic worker did not return is decoded. ``"input-space"``:
         the bound code is an :class:`InputSpaceGCC`, which holds the batch and replaces the
         spline's estimate of such an input by a Gaussian-process posterior mean on the
@@ -672,17 +676,21 @@ class ManifoldGCC(Code):
         (:func:`~codedcomputing.codes.input_space.kernel_estimates`, amplitude 1 and length
         0.5, chosen on a calibration split); returned systematic results stay exact, bit for
         bit. ``"spline"``: GCC's own decoder for every input (the bound code a plain
-        :class:`~codedcomputing.GCC`). It applies to the chain, pca, spectral and none
-        designs when the layout is systematic (``systematic=True`` and K <= N); not to
-        ``"thin-plate"`` (unmeasured there: that design lost to the chain on MNIST) nor to a
-        non-systematic layout (no input is exact, nothing was measured). The default
-        because it won at every size and level measured (``docs/degraded.rst``, LeNet-5 and
-        the ViT on MNIST, 5% of the queries missing, 200 paired trials, held-out split):
-        LeNet-5 at K = 50, degraded-mode agreement with the network 0.67 -> 0.80 at 1.25 K
-        workers and 0.77 -> 0.89 at 1.5 K; K = 100: 0.74 -> 0.88 and 0.82 -> 0.93; the
-        ViT at K = 50: +0.11 to +0.12 up to 1.5 K; +0.03 to +0.04 at 2 K; paired 95%
-        intervals excluding 0 everywhere. It gives up GCC's affine promise for those
-        inputs (:class:`InputSpaceGCC` says why).
+        :class:`~codedcomputing.GCC`). ``"auto"`` (the default): ``"input-space"`` when
+        ``N <= 3 K`` (:data:`INPUT_SPACE_MAX_RATIO`), ``"spline"`` above. It applies to the
+        chain, pca, spectral and none designs when the layout is systematic
+        (``systematic=True`` and K <= N); not to ``"thin-plate"`` (unmeasured there: that
+        design lost to the chain on MNIST) nor to a non-systematic layout (no input is
+        exact, nothing was measured). Measured (``docs/degraded.rst``, LeNet-5 and the ViT on
+        MNIST, 5% of the queries missing, 200 paired trials, held-out split): LeNet-5 at
+        K = 50, degraded-mode agreement with the network 0.67 -> 0.80 at 1.25 K workers and
+        0.77 -> 0.89 at 1.5 K; K = 100: 0.74 -> 0.88 and 0.82 -> 0.93; the ViT at K = 50:
+        +0.11 to +0.12 up to 1.5 K; +0.03 to +0.04 at 2 K; paired 95% intervals excluding 0.
+        The mean MSE over every input (LeNet-5, K = 10 and 50, 10% and 30% random
+        stragglers, 30 paired trials) was 0.60-0.89x the spline's from 1.5 K to 3 K workers
+        but 1.5-4.3x at 5 K, where the spline through many parities is already close (the
+        degraded-mode agreement equal), hence the switch at 3 K. ``"input-space"`` gives up
+        GCC's affine promise for those inputs (:class:`InputSpaceGCC` says why).
 
     References
     ----------
@@ -724,7 +732,7 @@ class ManifoldGCC(Code):
         systematic: bool = True,
         dimensions: int = 2,
         embedding: str = "isomap",
-        degraded: str = "input-space",
+        degraded: str = "auto",
         decoding: str = "auto",
         points: str = "chebyshev",
         beta=None,
@@ -739,6 +747,9 @@ class ManifoldGCC(Code):
         self.embedding = check_choice(embedding, "embedding", EMBEDDINGS)
         self.systematic = check_flag(systematic, "systematic")
         self.degraded = check_choice(degraded, "degraded", DEGRADED)
+        self._input_space = self.degraded == "input-space" or (
+            self.degraded == "auto" and self.num_workers <= INPUT_SPACE_MAX_RATIO * self.num_inputs
+        )
         if design == "thin-plate" and lambda_dec == "gcv":
             raise ValueError("lambda_dec='gcv' is GCC's: design='thin-plate' takes a number >= 0")
         self.assignment, self.decoding = assignment, decoding
@@ -781,7 +792,8 @@ class ManifoldGCC(Code):
     def bind(self, X) -> GCC | InputSpaceGCC | ThinPlateCode:
         """The code for the batch ``X``: a :class:`~codedcomputing.GCC` with the batch's
         order and spacing (``layout``: a :class:`Layout`), an :class:`InputSpaceGCC` (a GCC
-        holding the batch) when the layout is systematic and ``degraded="input-space"``, or
+        holding the batch) when the layout is systematic and ``degraded`` resolves to
+        ``"input-space"``, or
         for ``design="thin-plate"`` a :class:`ThinPlateCode` on the batch's embedding
         (``layout``: a :class:`SiteLayout`)."""
         X = _arraylib.check_inputs(X, self.num_inputs)
@@ -829,7 +841,7 @@ class ManifoldGCC(Code):
         alpha = np.empty(self.num_inputs)
         alpha[order] = sorted_alpha  # input order[i] sits at the i-th point
         options = {"decoding": self.decoding, "alpha": alpha, "beta": self.beta, "systematic": snapped}
-        if snapped and self.degraded == "input-space":  # missing inputs decoded from the batch
+        if snapped and self._input_space:  # missing inputs decoded from the batch
             options["batch"] = flat
         kind = InputSpaceGCC if "batch" in options else GCC
         # snapped: the workers at the inputs' points compute them raw
