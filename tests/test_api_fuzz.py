@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 
 import api_fuzzing as fz
 
-# 150 cases for each callable. The 49 core ones: measured ~11 s on 2 cores with every case
+# 150 cases for each callable. The core ones (52 now; 49 when measured): ~11 s on 2 cores with every case
 # run to the end (most calls take well under a millisecond; hypothesis' own overhead
-# dominates). The extensions' 81 (api_fuzzing.EXTENSION_NAMES: ManifoldGCC and layout,
+# dominates). The extensions' 78 (api_fuzzing.EXTENSION_NAMES: ManifoldGCC and layout,
 # RobustGCC and the attacks, gradient coding) cost about as much again: run beside the core
 # ones on a loaded machine, those that passed took 1.3-2.0 s each against the core ones'
-# 1.2-3.1 s, 1.1-1.9x the core's total were all 81 to pass (the bound ManifoldGCC's and
+# 1.2-3.1 s, 1.1-1.9x the core's total were all of them to pass (the bound ManifoldGCC's and
 # ThinPlateCode's methods the slowest, ~2.5 s each there). So 25-35 s in all unloaded, well
 # under a minute: no callable is in the slow tier. A failing callable stops early; a hang
 # costs api_fuzzing.TIME_LIMIT_S (5 s).
