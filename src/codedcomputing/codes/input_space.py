@@ -85,34 +85,15 @@ def kernel_estimates(coded_inputs, results, alive, targets, *, amplitude=1.0, le
     >>> bool(np.allclose(est, f(np.array([[0.5, 0.5]]))))
     True
     """
-    coded = check_real_array(coded_inputs, "coded_inputs")
-    if coded.ndim < 1 or coded.shape[0] < 1:
-        raise ValueError(f"coded_inputs must have one row per worker, got shape {coded.shape}")
-    alive = _arraylib.check_alive(alive, coded.shape[0])
-    if alive.size == 0:
-        raise ValueError("alive must name at least one returned worker")
+    matrix = kernel_map(coded_inputs, alive, targets, amplitude=amplitude, length=length, ridge=ridge)
+    count, wanted = matrix.shape
     returned = check_real_array(results, "results")
-    if returned.ndim < 1 or returned.shape[0] != alive.size:
-        raise ValueError(
-            f"results must have one row per alive worker ({alive.size}), got shape {returned.shape}"
-        )
-    wanted = check_real_array(targets, "targets")
-    if wanted.ndim < 1 or wanted.shape[1:] != coded.shape[1:]:
-        raise ValueError(
-            f"targets' rows must be shaped like coded_inputs' rows {coded.shape[1:]}, "
-            f"got shape {wanted.shape}"
-        )
-    for name, array in (("coded_inputs", coded), ("results", returned), ("targets", wanted)):
-        if not np.all(np.isfinite(array)):
-            raise ValueError(f"{name} contains NaN or inf")
-    amplitude = check_number(amplitude, "amplitude", low=0.0)
-    length = check_number(length, "length", low=0.0, low_open=True)
-    ridge = check_number(ridge, "ridge", low=0.0)
-    inputs = coded[alive].reshape(alive.size, -1)
-    outputs = returned.reshape(alive.size, -1)
-    points = wanted.reshape(wanted.shape[0], -1)
-    estimates = _posterior_map(inputs, points, amplitude, length, ridge) @ outputs
-    return estimates.reshape((wanted.shape[0], *returned.shape[1:]))
+    if returned.ndim < 1 or returned.shape[0] != wanted:
+        raise ValueError(f"results must have one row per alive worker ({wanted}), got shape {returned.shape}")
+    if not np.all(np.isfinite(returned)):
+        raise ValueError("results contains NaN or inf")
+    estimates = matrix @ returned.reshape(wanted, -1)
+    return estimates.reshape((count, *returned.shape[1:]))
 
 
 def kernel_map(coded_inputs, alive, targets, *, amplitude=1.0, length=0.5, ridge=1e-8) -> np.ndarray:
