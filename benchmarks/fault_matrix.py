@@ -116,7 +116,7 @@ def main(argv=None) -> int:
         per_count = ", ".join(f"{n}: {' or '.join(fm.documented(kind, n))}" for n in fm.COUNTS)
         print(f"  {kind:<12} {per_count}", flush=True)
     extra = fm.documented(fm.KILLS_PROCESS[0], 1, "ray")[1]
-    print(f"  on ray, {' and '.join(fm.KILLS_PROCESS)} with <= S+1 faulty: also {extra!r}", flush=True)
+    print(f"  on ray, unusable kinds with <= S+1 faulty: also {extra!r}", flush=True)
     print_table(results, backends, codes, kinds, args.width)
     differing = [(cell, obs) for cell, obs in results.items() if not all(o.matches for o in obs)]
     print(flush=True)

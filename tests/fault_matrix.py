@@ -36,10 +36,10 @@ serves every cell: its ``delays``, ``faults`` and ``rng`` are set afresh for eac
 after each call :func:`settle` waits until the tasks left over have run (after a ``"sleep"``
 call, until the sleepers woke), so the next call starts on free CPUs with warm worker
 processes. Sleeping and hung tasks hold their CPUs past the deadline, so Ray gets more
-logical CPUs (:data:`RAY_CPUS`) than a cell has such tasks; and a task queued behind a
-killed worker process may not run before the call is over, so for :data:`KILLS_PROCESS` a
-faulty worker that never arrived may be in ``report.dropped`` (:func:`documented` accepts
-that, on Ray only).
+logical CPUs (:data:`RAY_CPUS`) than a cell has such tasks; and a faulty task may still be
+queued when the honest results suffice (Ray picks the order; behind a killed worker process,
+:data:`KILLS_PROCESS`, the more so), so an unusable faulty worker that never arrived may be in
+``report.dropped`` (:func:`documented` accepts that, on Ray only).
 """
 
 from __future__ import annotations
@@ -233,15 +233,17 @@ def documented(kind: str, count: int, backend: str = "thread") -> tuple[str, ...
     """The observed outcomes (:func:`classify`'s strings) that match the documented one.
 
     A faulty worker that never arrived is in ``report.dropped``, not ``report.failed``:
-    accepted only where the fault kills Ray worker processes (:data:`KILLS_PROCESS`), whose
-    restart can hold a faulty task in the queue until the call is over.
+    accepted on Ray only, where the tasks share a few CPUs in an order Ray picks, so a faulty
+    task can still be queued when the honest results suffice (seen for NaN and inf results on
+    a CI run: worker 0 dropped, the call correct), the more so where the fault kills worker
+    processes (:data:`KILLS_PROCESS`), whose restart holds the queue.
     """
     if kind == "misshaped" and count == N:
         return ("ok (the shape all returned)",)
     if kind in UNUSABLE:
         if count > S + 1:
             return ("raised InsufficientResultsError",)
-        if backend == "ray" and kind in KILLS_PROCESS:
+        if backend == "ray":
             return ("ok", "ok (faulty dropped before arriving)")
         return ("ok",)
     if kind in CONVERTIBLE:
