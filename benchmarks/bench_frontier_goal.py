@@ -49,12 +49,13 @@ def main() -> None:
             decode_cost=cost,
         )
         start = time.perf_counter()
-        rows = frontier.run(config, args.seed, progress=False)
+        rows = frontier.run(config, args.seed, progress=True)  # plain lines on stderr off a terminal
         seconds = time.perf_counter() - start
         print(
             f"\n{args.task}, K = {k}, N = {round(1.5 * k)}, GCC decoder {decoding}, decode cost {cost:g}: "
             f"{rows[0]['queries']} queries per scheme, model accuracy {rows[0]['model_acc']:.4f} "
-            f"({seconds:.0f} s)"
+            f"({seconds:.0f} s)",
+            flush=True,
         )
         for row in rows:
             exact = row["scheme"] in ("replication", "hedge")
@@ -65,7 +66,8 @@ def main() -> None:
                     f"[{row['p999_low']:.3f}, {row['p999_high']:.3f}]  accuracy {row['accuracy']:.4f} "
                     f"[{row['accuracy_low']:.4f}, {row['accuracy_high']:.4f}]  degraded "
                     f"{'-' if degraded == '' else f'{degraded:.3f}'} of {row['degraded_share']:.3f}  "
-                    f"extra load {row['extra_load']:.3f}"
+                    f"extra load {row['extra_load']:.3f}",
+                    flush=True,
                 )
         for entry in frontier.frontier_table(rows):
             ratio, low, high = entry["vs_replication"]
@@ -75,7 +77,8 @@ def main() -> None:
                 f"{entry['knob']} = {entry['knob_value']} ({entry['verdict']}): "
                 f"p99.9 {entry['p999']:.3g}, "
                 f"/ replication {ratio:.3g} [{low:.3g}, {high:.3g}], / hedge {hedge:.3g} "
-                f"[{hedge_low:.3g}, {hedge_high:.3g}]"
+                f"[{hedge_low:.3g}, {hedge_high:.3g}]",
+                flush=True,
             )
 
 
