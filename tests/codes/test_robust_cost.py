@@ -1,0 +1,198 @@
+"""RobustGCC's decoder against a straightforward reference of its math (loops, np.median,
+np.sort and the public spline fit): the fast decode computes the same estimates and weights,
+for every loss, with and without a bound, for clean and attacked results."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import codedcomputing as cc
+from codedcomputing.codes.robust import (
+    HUBER_C,
+    REJECT_FACTOR,
+    SPARED_WEIGHT,
+    SPREAD_FLOOR,
+    TUKEY_C,
+    repeated_median_line,
+    robust_lambda,
+)
+
+# -- the reference: the decoder's docstring, step by step ---------------------------------------
+
+
+def reference_block_medians(knots, values, size, points):
+    """Medians of blocks of ``size`` consecutive rows (the last takes the rest) at their
+    median knots, joined linearly and extended linearly beyond the outer blocks."""
+    n = knots.size
+    blocks = max(n // size, 1)
+    bounds = [(b * size, (b + 1) * size if b < blocks - 1 else n) for b in range(blocks)]
+    medians = np.array([np.median(values[lo:hi], axis=0) for lo, hi in bounds])
+    centres = np.array([np.median(knots[lo:hi]) for lo, hi in bounds])
+    if blocks == 1:
+        return np.repeat(medians, points.size, axis=0)
+    out = np.empty((points.size, values.shape[1]))
+    for p, z in enumerate(points):
+        b = min(max(int(np.searchsorted(centres, z)) - 1, 0), blocks - 2)
+        share = (z - centres[b]) / (centres[b + 1] - centres[b])
+        out[p] = (1 - share) * medians[b] + share * medians[b + 1]
+    return out
+
+
+def reference_majority_range(values, q):
+    ordered = np.sort(values, axis=0)
+    low, high = ordered[q], ordered[values.shape[0] - 1 - q]
+    return low - (high - low), high + (high - low)
+
+
+def reference_clip(code, knots, flat):
+    if code.bound is not None:
+        return np.clip(flat, -code.bound, code.bound)
+    n, q = flat.shape[0], code.num_adversaries
+    if q == 0 or n < 2 * q + 2 or flat.shape[1] == 0:
+        return flat
+    if n >= 2 * (2 * q + 1):
+        trend = reference_block_medians(knots, flat, 2 * q + 1, knots)
+    else:
+        trend = repeated_median_line(knots, flat)
+    low, high = reference_majority_range(flat, q)
+    residual_low, residual_high = reference_majority_range(flat - trend, q)
+    return np.clip(flat, np.minimum(low, trend + residual_low), np.maximum(high, trend + residual_high))
+
+
+def reference_fit(knots, values, lam, weights, points):
+    """The weighted smoothing spline through the public ``cc.spline.fit`` (a zero weight leaves
+    its knot out; two knots left: the line through them)."""
+    keep = weights > 0
+    if np.count_nonzero(keep) == 2:
+        return cc.spline.fit(knots[keep], values[keep])(points)
+    return cc.spline.fit(knots, values, lam, weights)(points)
+
+
+def reference_reweighted(code, knots, flat):
+    lam, q, n = code.lambda_dec, code.num_adversaries, knots.size
+    if flat.shape[1] == 0:
+        return np.zeros((code.num_inputs, 0)), np.ones(n)
+    unit = float(np.abs(flat).max())
+    if unit > 0 and unit != 1.0:
+        estimates, weights = reference_reweighted(code, knots, flat / unit)
+        return estimates * unit, weights
+    if code.start == "median" and q > 0 and n >= 2 * (2 * q + 1):
+        start = reference_block_medians(knots, flat, 2 * q + 1, knots)
+    else:
+        start_lambda = max(lam, robust_lambda(q, code.num_workers, code.schedule))
+        start = reference_fit(knots, flat, start_lambda, np.ones(n), knots)
+    residual = np.sqrt(np.mean((flat - start) ** 2, axis=1))
+    extent = np.sqrt(np.mean((start.max(axis=0) - start.min(axis=0)) ** 2))
+    spread = max(1.4826 * np.median(residual), SPREAD_FLOOR * extent, 1e-12)
+    weights, estimates = None, None
+    for _ in range(code.iterations):
+        ratio = residual / spread
+        if code.loss == "huber":
+            new = np.minimum(1.0, HUBER_C / np.maximum(ratio, 1e-300))
+        else:
+            new = np.maximum(1.0 - (ratio / TUKEY_C) ** 2, 0.0) ** 2
+            rejected = np.flatnonzero(new == 0.0)
+            if rejected.size > REJECT_FACTOR * q:
+                order = np.argsort(-residual[rejected], kind="stable")
+                new[rejected[order[REJECT_FACTOR * q :]]] = SPARED_WEIGHT
+        if np.count_nonzero(new) < 2:
+            break
+        if weights is not None:
+            same = np.array_equal(new > 0, weights > 0) if lam == 0 else np.allclose(new, weights, 0, 1e-6)
+            if same:
+                break
+        weights = new
+        fitted = reference_fit(knots, flat, lam, weights, np.concatenate([knots, code.alpha]))
+        estimates = fitted[n:]
+        residual = np.sqrt(np.mean((flat - fitted[:n]) ** 2, axis=1))
+    if weights is None:
+        weights = np.ones(n)
+        estimates = reference_fit(knots, flat, lam, weights, code.alpha)
+    return estimates, weights
+
+
+def reference_decode(code, Y, alive):
+    """``(estimates (K, d), weights by sorted worker or None)`` for finite results."""
+    order = np.argsort(code.beta[alive], kind="stable")
+    by_point = alive[order]
+    knots = code.beta[by_point]
+    flat = reference_clip(code, knots, np.asarray(Y, dtype=np.float64)[order].reshape(alive.size, -1))
+    if code.loss == "squared":
+        return cc.spline.fit(knots, flat, code.lambda_dec)(code.alpha), None
+    if code.loss == "median":
+        size = min(2 * code.num_adversaries + 1, alive.size)
+        return reference_block_medians(knots, flat, size, code.alpha), None
+    estimates, weights = reference_reweighted(code, knots, flat)
+    return estimates, weights[np.argsort(by_point, kind="stable")]
+
+
+# -- the cases ----------------------------------------------------------------------------------
+
+
+def attacked_case(N, K, q, width, attack, seed, assignment="natural", stragglers=0.1):
+    """A code's honest results of f = sin on sorted inputs, attacked: ``(code kwargs, Y, alive)``."""
+    rng = np.random.default_rng(seed)
+    layout = cc.GCC(K, N, assignment=assignment)
+    X = np.sort(rng.uniform(-3, 3, (K, width)), axis=0)
+    alive = cc.stragglers.random(N, int(stragglers * N), rng)
+    Y = np.sin(layout.encode(X))[alive]
+    if attack is not None:
+        Y = cc.adversaries.make_attack(attack, q, 100.0).corrupt(layout, Y, alive, rng=seed).results
+    return Y, alive
+
+
+def assert_matches_reference(code, Y, alive, rtol=1e-9):
+    details = code.decode_details(Y, alive)
+    expected, weights = reference_decode(code, Y, alive)
+    got = np.asarray(details.estimates).reshape(expected.shape)
+    scale = max(float(np.abs(expected).max()), 1e-300)
+    assert np.abs(got - expected).max() <= rtol * scale
+    if weights is not None:
+        np.testing.assert_allclose(details.info["weights"], weights, rtol=0, atol=1e-9)
+
+
+CASES = [  # (N, K, q, width, attack, bound, extra kwargs)
+    (200, 20, 14, 3, "concentrated", None, {}),
+    (200, 20, 14, 3, "random", 100.0, {}),
+    (300, 30, 17, 50, "greedy", None, {}),
+    (300, 30, 17, 1, "concentrated", None, {}),
+    (120, 12, 10, 4, "sign-flip", None, {"start": "spline"}),
+    (150, 15, 12, 2, "concentrated", None, {"lambda_dec": 1e-5}),
+    (150, 15, 12, 2, "random", 100.0, {"assignment": "golden"}),
+    (60, 6, 5, 3, "concentrated", None, {"iterations": 1}),
+    (40, 4, 9, 2, "random", None, {}),  # fewer than 4q + 2 results: the repeated-median line
+    (80, 8, 0, 2, None, None, {}),  # no adversary
+    (200, 20, 14, 3, None, None, {}),  # clean results, q > 0
+]
+
+
+@pytest.mark.parametrize("loss", ["tukey", "huber", "squared", "median"])
+@pytest.mark.parametrize("case", CASES, ids=[f"case{i}" for i in range(len(CASES))])
+def test_decode_matches_the_reference(loss, case):
+    N, K, q, width, attack, bound, extra = case
+    assignment = extra.get("assignment", "natural")
+    code = cc.RobustGCC(K, N, q, bound, loss=loss, **extra)
+    Y, alive = attacked_case(N, K, q, width, attack, seed=N + width, assignment=assignment)
+    assert_matches_reference(code, Y, alive)
+
+
+@pytest.mark.parametrize("loss", ["tukey", "huber"])
+def test_decode_matches_the_reference_at_a_benchmark_size(loss):
+    # N = 2000, q = sqrt(N), width 20: where the reweighting iterates more than once
+    N, q = 2000, math.isqrt(2000)
+    code = cc.RobustGCC(N // 10, N, q, loss=loss)
+    Y, alive = attacked_case(N, N // 10, q, 20, "concentrated", seed=7)
+    assert_matches_reference(code, Y, alive)
+
+
+def test_decode_keeps_the_shape_and_type_of_the_results():
+    code = cc.RobustGCC(10, 100, 5, loss="tukey")
+    Y, alive = attacked_case(100, 10, 5, 6, "concentrated", seed=3)
+    Y = np.asarray(Y).reshape(alive.size, 2, 3).astype(np.float32)
+    est = code.decode(Y, alive)
+    assert est.shape == (10, 2, 3) and est.dtype == np.float32
+    expected, _ = reference_decode(code, Y, alive)
+    np.testing.assert_allclose(est.reshape(10, 6), expected, rtol=0, atol=1e-5 * np.abs(expected).max())
