@@ -5,10 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _arraylib
-from ..spline.berrut import berrut_matrix
+from ..spline.berrut import BerrutMap, berrut_matrix
 from .base import Code, by_worker, read_only
 
 __all__ = ["BACC", "berrut_matrix"]
+
+#: From this many ``K * N`` on, BACC encodes and decodes through :class:`BerrutMap` (one map
+#: each way, built at the first use, every alive set served by the decoder's: ``O(K + N)`` per
+#: call from its fast multipole path); below it, through dense matrices (the encoder's, and
+#: the decoder's per alive set, cached), cheaper there (``benchmarks/bench_master_bacc.py``).
+FAST_SIZE = 2**14
 
 
 class BACC(Code):
@@ -22,6 +28,13 @@ class BACC(Code):
 
     Promise (tested): constant inputs are recovered exactly through any ``f``, from any one
     or more results (a Berrut interpolant reproduces constants).
+
+    Cost: from ``K * N >= FAST_SIZE`` on, an encode or a decode (any alive set) costs
+    ``O((K + N) d)`` through a 1-D fast multipole method for the interpolant's Cauchy sums
+    (:class:`~codedcomputing.spline.berrut.BerrutMap`), agreeing with the dense matrices to
+    about 1e-14 relative; below it, dense matrices (``O(K N d)``, the decoder's cached per
+    alive set). :attr:`encoder_matrix` and :meth:`decoder_matrix` build the dense matrices
+    (``O(K N)``) for callers that want them.
 
     Parameters
     ----------
@@ -78,10 +91,21 @@ class BACC(Code):
         )
         self.assignment = assignment
         self.systematic, self.parity = bool(systematic), parity
-        self.encoder_matrix = read_only(berrut_matrix(self.alpha, self.beta))
+        self._fast = self.num_inputs * self.num_workers >= FAST_SIZE
+        self._maps: dict[str, BerrutMap] = {}
+        self._encoder_matrix = None if self._fast else read_only(berrut_matrix(self.alpha, self.beta))
+
+    @property
+    def encoder_matrix(self) -> np.ndarray:
+        """The dense ``(N, K)`` encoding matrix (read-only; built at the first use for codes
+        that encode by the fast map, ``O(K N)``)."""
+        if self._encoder_matrix is None:
+            self._encoder_matrix = read_only(berrut_matrix(self.alpha, self.beta))
+        return self._encoder_matrix
 
     def decoder_matrix(self, alive) -> np.ndarray:
-        """The ``(K, len(alive))`` decoding matrix for returned workers ``alive`` (sorted)."""
+        """The dense ``(K, len(alive))`` decoding matrix for returned workers ``alive`` (sorted),
+        read-only and cached per alive set; ``O(K N)`` to build."""
         alive = np.sort(_arraylib.check_alive(alive, self.num_workers))
         self._require(alive, self.min_results)
         return self._decoder(alive)
@@ -99,9 +123,26 @@ class BACC(Code):
     def _build_decoder(self, alive_sorted: np.ndarray) -> np.ndarray:
         return read_only(berrut_matrix(self.beta[alive_sorted], self.alpha))
 
+    def _map(self, direction: str) -> BerrutMap:
+        """The fast encoder (``alpha -> beta``) or decoder (``beta -> alpha``), built once."""
+        built = self._maps.get(direction)
+        if built is None:
+            nodes, points = (self.alpha, self.beta) if direction == "encoder" else (self.beta, self.alpha)
+            built = self._maps[direction] = BerrutMap(nodes, points)
+        return built
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["_maps"] = {}  # rebuilt on demand, not worth shipping
+        return state
+
     def _encode(self, X):
+        if self._fast:
+            return self._copy_systematic(self._map("encoder")(X), X)
         return self._copy_systematic(_arraylib.apply_matrix(self.encoder_matrix, X), X)
 
     def _decode(self, Y, alive):
         Y, alive = by_worker(Y, alive)
+        if self._fast:
+            return self._map("decoder")(Y, alive), {}
         return _arraylib.apply_matrix(self._decoder(alive), Y), {}
