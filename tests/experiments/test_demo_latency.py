@@ -114,3 +114,15 @@ def test_latency_coding_cuts_the_simulated_tail(latency_rows):
             assert stats[("simulated", delay, f"gcc S={s}")]["rel_acc"] >= 0.95
     exact = [r["rel_acc"] for r in rows if r["scheme"] in ("uncoded", "replication")]
     assert np.all(np.array(exact) == 1.0)
+
+
+@pytest.mark.slow
+def test_a_recorded_trace_holds_every_workers_service_time_and_reads_back(tmp_path):
+    table = latency.record_trace("thread", 3, seed=0, num_workers=6)
+    assert table.shape == (3, 6) and np.all(np.isfinite(table)) and np.all(table > 0)
+    from codedcomputing.runtime.delays import Trace
+
+    back = Trace.from_csv(latency.write_trace(table, tmp_path / "trace.csv")).latencies
+    assert np.allclose(back, table, atol=1e-6)
+    with pytest.raises(ValueError, match="backend"):
+        latency.record_trace("simulated", 1)

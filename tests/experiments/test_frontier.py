@@ -438,3 +438,31 @@ def test_the_figure_keeps_its_title_above_the_panels_and_its_legend_names_every_
     assert all(ax.title.get_window_extent(renderer).y1 < title_bottom for ax in fig.axes)
     legend = fig.axes[0].get_legend()
     assert "parm-k2 (over tau)" in [text.get_text() for text in legend.get_texts()]
+
+
+@pytest.mark.parametrize("backend", ["thread", "ray"])
+def test_the_shipped_traces_are_the_latency_experiments_and_the_regimes_replay_them(backend):
+    from codedcomputing.runtime.delays import Trace
+
+    table = Trace.from_csv(frontier.shipped_trace(backend)).latencies
+    assert table.shape == (100, 50) and np.all(table > 0) and np.median(table) < 0.1  # seconds
+    model = frontier.delay_model(f"trace-{backend}", TINY, np.random.default_rng(0))
+    draws = np.stack([model.sample(80, np.random.default_rng(i)) for i in range(50)])
+    # scaled to median 1, every value one of the measured ones (workers beyond 50: a random column)
+    assert np.isclose(np.median(model.latencies), 1.0)
+    assert np.isin(np.round(draws * np.median(table), 6), np.round(table, 6)).all()
+
+
+def test_the_trace_regime_replays_a_given_csv_else_the_synthetic_trace(tmp_path):
+    from codedcomputing.experiments import latency
+
+    path = latency.write_trace(np.array([[1.0, 2.0, 3.0], [2.0, 2.0, 4.0]]), tmp_path / "t.csv")
+    config = dataclasses.replace(TINY, trace_csv=str(path))
+    model = frontier.delay_model("trace", config, np.random.default_rng(0))
+    assert np.array_equal(np.sort(model.latencies.ravel()), np.array([0.5, 1.0, 1.0, 1.0, 1.5, 2.0]))
+    synthetic = frontier.delay_model("trace", TINY, np.random.default_rng(0))
+    assert synthetic.latencies.shape == (1000, 64)
+    with pytest.raises(ValueError, match="backend"):
+        frontier.shipped_trace("gpu")
+    with pytest.raises(ValueError, match="latencies"):
+        latency.write_trace(np.array([1.0, np.nan]), tmp_path / "u.csv")

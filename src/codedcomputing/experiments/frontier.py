@@ -43,9 +43,13 @@ p = 0.01, 0.02, 0.05, 0.1 at 10x and p = 0.05 at 5x and 20x); ``bernoulli``: fre
 slowness, each worker slow (3x) with probability 0.2 independently; ``persistent``: a
 :class:`~codedcomputing.runtime.delays.BurstyMarkov` per worker position (slow 10x, p_slow =
 0.002, p_recover = 0.02: slow 9% of the time in bursts of ~50 groups), the groups drawn in
-order; ``trace``: :class:`~codedcomputing.runtime.delays.Trace` over ``Config.trace_csv``
-(columns call, worker, latency_s) scaled to median 1, or, without one, a synthetic trace
-(documented in :func:`synthetic_trace`): no per-worker latency CSV ships with the library.
+order; ``trace-thread`` and ``trace-ray``: :class:`~codedcomputing.runtime.delays.Trace`
+replaying the latency experiment's measured service times on its thread and Ray clusters
+(:func:`codedcomputing.experiments.latency.record_trace`: LeNet-5 on one MNIST image per
+worker, 100 calls of 50 workers, recorded on the project's 2-core development machine and
+shipped in ``experiments/traces``), each worker drawing a random measured call and column,
+scaled to median 1; ``trace``: the same over ``Config.trace_csv`` (columns call, worker,
+latency_s), or over a synthetic trace (:func:`synthetic_trace`) when that is empty.
 
 Pairing: the same groups of queries for every regime, level and scheme; within a (regime,
 level), one delay draw per group of 2K worker positions: query k's own worker is position k for
@@ -75,6 +79,7 @@ computed once per group on all N coded inputs.
 
 from __future__ import annotations
 
+import importlib.resources
 import math
 import re
 import zlib
@@ -152,13 +157,14 @@ class Config:
         "bimodal-p0.05-x20",
         "bernoulli",
         "persistent",
-        "trace",
+        "trace-thread",
+        "trace-ray",
     )
     groups: int = 250  # K queries each: 5,000 queries per (regime, level, scheme, knob)
     taus: tuple[float, ...] = (1.1, 1.2, 1.5, 2.0, 3.0)
     wait_fractions: tuple[float, ...] = (0.6, 0.75, 0.9, 1.0)  # w = ceil(fraction N)
     parity_k: tuple[int, ...] = (2, 4)
-    trace_csv: str = ""  # a measured trace; "" for the synthetic one
+    trace_csv: str = ""  # the "trace" regime's measured trace; "" for the synthetic one
     # GCC's decoder (GCC, systematic GCC, ManifoldGCC): the natural cubic spline, 14x cheaper
     # per new alive set than the default gap-aware blend (0.69 ms against 9.9 ms at K = 20,
     # N = 30, measured); "auto" for the codes' default
@@ -289,6 +295,17 @@ def synthetic_trace(rng: np.random.Generator, calls: int = 1000, workers: int = 
     return body * np.where(spike, rng.lognormal(np.log(4.0), 0.6, (calls, workers)), 1.0)
 
 
+SHIPPED_TRACES = ("trace-thread", "trace-ray")
+
+
+def shipped_trace(backend: str):
+    """The measured service-time trace of the latency experiment's ``backend`` cluster
+    (``"thread"`` or ``"ray"``) that ships with the library: the path of its CSV."""
+    if f"trace-{backend}" not in SHIPPED_TRACES:
+        raise ValueError(f"backend must be 'thread' or 'ray'; got {backend!r}")
+    return Path(str(importlib.resources.files(__package__).joinpath("traces", f"{backend}.csv")))
+
+
 def delay_model(regime: str, config: Config, rng: np.random.Generator):
     """The delay model of ``regime`` (module docstring); a ``ValueError`` naming ``regimes``
     for an unknown one."""
@@ -298,8 +315,10 @@ def delay_model(regime: str, config: Config, rng: np.random.Generator):
         return Bimodal(base=1.0, p=0.2, slowdown=3.0, jitter=0.1)
     if regime == "persistent":
         return BurstyMarkov(base=1.0, p_slow=0.002, p_recover=0.02, slowdown=10.0, jitter=0.1)
-    if regime == "trace":
-        if config.trace_csv:
+    if regime == "trace" or regime in SHIPPED_TRACES:
+        if regime in SHIPPED_TRACES:
+            table = Trace.from_csv(shipped_trace(regime.removeprefix("trace-"))).latencies
+        elif config.trace_csv:
             table = Trace.from_csv(config.trace_csv).latencies
         else:
             table = synthetic_trace(rng)
@@ -311,7 +330,7 @@ def delay_model(regime: str, config: Config, rng: np.random.Generator):
             return Bimodal(base=1.0, p=p, slowdown=slowdown, jitter=0.1)
     raise ValueError(
         f"regimes: unknown regime {regime!r} (known: shifted-exp, bimodal-p<p>-x<slowdown>, bernoulli, "
-        "persistent, trace)"
+        "persistent, trace, trace-thread, trace-ray)"
     )
 
 

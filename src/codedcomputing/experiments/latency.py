@@ -174,6 +174,61 @@ def measure(executor: CodedExecutor, wait_for, images, labels, f, trials: int, r
     return out
 
 
+TRACES = ("thread", "ray")  # backends whose service times ship as traces (frontier's "trace" regime)
+
+
+def record_trace(backend: str, calls: int, seed: int = 0, *, num_workers: int = 50, progress: bool = False):
+    """``(calls, num_workers)`` measured service times, in seconds: how long each worker's model
+    call ran (``report.compute_s``) on this experiment's ``backend`` cluster (``thread`` or
+    ``ray``), with no injected delay.
+
+    Each call sends one MNIST test image to each of the ``num_workers`` workers (an
+    :class:`~codedcomputing.Uncoded` job of ``num_workers`` inputs), every worker runs LeNet-5
+    on it, and the call waits for all of them; ``calls`` such calls after one warm-up. The
+    service time, not the time from dispatch: with fewer CPUs than workers the time from
+    dispatch is mostly the worker's place in the queue for the CPUs (0.04-2.4 times the median
+    on 2 cores, rising with the worker's number), an artefact of running N workers on one
+    machine; the service time keeps what a worker's own machine would show, the model call
+    slowed by whatever else runs. With this experiment's injected delays the trace would
+    replay the injected model, which the frontier's ``shifted-exp`` regime already draws. Not
+    reproducible: it is a measurement.
+    """
+    if backend not in TRACES:
+        raise ValueError(f"backend must be one of {', '.join(TRACES)}; got {backend!r}")
+    if backend == "ray" and not _ray_available():
+        raise ValueError("backend 'ray' needs Ray installed (pip install 'codedcomputing[ray]')")
+    data = datasets.mnist()
+    f = models.numpy_function("lenet5", progress=progress)
+    rng = np.random.default_rng(seed)
+    cluster = make_cluster(backend, None, seed)
+    table = np.empty((calls, num_workers))
+    try:
+        executor = CodedExecutor(Uncoded(num_workers), f, cluster)
+        executor.run(data.test_x[:num_workers])  # warm-up: caches, Ray workers
+        with show_progress(f"latency: {backend} trace", calls, enabled=progress) as step:
+            for call in range(calls):
+                pick = rng.choice(len(data.test_x), size=num_workers, replace=False)
+                table[call] = executor.run(data.test_x[pick]).report.compute_s
+                step()
+    finally:
+        cluster.close()  # a Ray cluster it started is shut down
+    return table
+
+
+def write_trace(latencies, path) -> Path:
+    """Write a ``(calls, workers)`` table of seconds as a long-format trace CSV (columns
+    ``call``, ``worker``, ``latency_s``, microseconds), the format
+    :meth:`~codedcomputing.runtime.delays.Trace.from_csv` reads."""
+    table = np.asarray(latencies, dtype=np.float64)
+    if table.ndim != 2 or not np.all(np.isfinite(table)):
+        raise ValueError(f"latencies must be a finite (calls, workers) table, got shape {table.shape}")
+    path = Path(path)
+    lines = ["call,worker,latency_s"]
+    lines += [f"{c},{n},{t:.6f}" for c, row in enumerate(table) for n, t in enumerate(row)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def _ray_available() -> bool:
     try:
         import ray  # noqa: F401
