@@ -2,6 +2,11 @@
 linear maps applied in the caller's array type, dtype and device. Small master-side products
 run on one thread (:data:`SMALL_PRODUCT`): the master shares its CPUs with its workers.
 
+Tensors on a device (CUDA) stay there: a read-only map is copied to the device once and kept
+while the map lives (:func:`apply_matrix`), and validation reads back one bool per array
+(whether all of it is finite: the ``ValueError`` needs the answer on the host), the rows'
+finiteness only when some row is not.
+
 torch is never imported here unless the caller already passed a torch tensor.
 """
 
@@ -11,6 +16,7 @@ import contextlib
 import sys
 import threading
 import warnings
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -27,6 +33,7 @@ __all__ = [
     "is_complex",
     "is_torch",
     "multiply_adds",
+    "on_host",
     "one_blas_thread",
     "requires_grad",
     "to_float64",
@@ -41,6 +48,16 @@ def is_torch(x) -> bool:
     """
     tensor = getattr(sys.modules.get("torch"), "Tensor", None)
     return tensor is not None and isinstance(x, tensor)
+
+
+# Device types whose tensors numpy can read in place. Only tests change it (to pretend that CPU
+# tensors are on a device, and so follow the device paths).
+_HOST_DEVICES = frozenset({"cpu"})
+
+
+def on_host(x) -> bool:
+    """Whether ``x`` lives in host memory: a numpy array, or a torch tensor on the CPU."""
+    return not is_torch(x) or x.device.type in _HOST_DEVICES
 
 
 def inference_mode(f, x):
@@ -100,12 +117,21 @@ def _as_array(x, name: str):
 
 
 def _finite_rows(x) -> np.ndarray:
+    """``(rows,)`` bool on the host: which rows of ``x`` are all finite. A tensor on a device
+    is reduced there; one bool comes back, the row mask only when some row is not finite."""
     if is_torch(x):
         host = _numpy_view(x)
         if host is None:
-            return x.reshape(x.shape[0], -1).isfinite().all(dim=1).cpu().numpy()
+            finite = x.reshape(x.shape[0], _row_size(x)).isfinite().all(dim=1)
+            if bool(finite.all()):  # the one read (a sync) the check needs
+                return np.ones(x.shape[0], dtype=bool)
+            return finite.cpu().numpy()
         x = host
     return np.isfinite(x.reshape(x.shape[0], -1)).all(axis=1)
+
+
+def _row_size(x) -> int:
+    return int(np.prod(tuple(x.shape[1:]), dtype=np.int64))
 
 
 def _numpy_view(x) -> np.ndarray | None:
@@ -115,7 +141,7 @@ def _numpy_view(x) -> np.ndarray | None:
     (50, 1000) float32 batch took ~30 ms, numpy's on a view ~0.03 ms."""
     import torch
 
-    if x.device.type != "cpu" or x.dtype not in (torch.float16, torch.float32, torch.float64):
+    if x.device.type not in _HOST_DEVICES or x.dtype not in (torch.float16, torch.float32, torch.float64):
         return None
     return x.detach().resolve_conj().resolve_neg().numpy()
 
@@ -285,7 +311,9 @@ def apply_matrix(matrix, x):
     ``matrix`` is a numpy array or a ``scipy.sparse`` array (kept sparse, also in torch).
     Small products (at most ``SMALL_PRODUCT`` multiply-adds) run on one thread: dense ones
     on one BLAS thread, and on CPU torch tensors that need no grad through numpy or scipy on
-    a view of the tensor rather than torch's thread pool, whose size is process-wide.
+    a view of the tensor rather than torch's thread pool, whose size is process-wide. On a
+    device, a read-only ``matrix`` is copied there at its first use and the copy reused while
+    it lives (:data:`device_copies`); ``x`` never leaves the device.
     """
     rows = matrix.shape[0]
     shape = (rows, *tuple(x.shape[1:]))
@@ -303,21 +331,83 @@ def apply_matrix(matrix, x):
             host = _numpy_view(flat)
             if host is not None:
                 return torch.from_numpy(_apply_numpy(matrix, host, sparse, small)).reshape(shape)
-        if sparse:
-            csr = matrix.tocsr()
-            with warnings.catch_warnings():  # "sparse CSR support is in beta"
-                warnings.simplefilter("ignore", UserWarning)
-                m = torch.sparse_csr_tensor(
-                    torch.as_tensor(csr.indptr, dtype=torch.int64),
-                    torch.as_tensor(csr.indices, dtype=torch.int64),
-                    torch.tensor(csr.data),
-                    size=csr.shape,
-                    check_invariants=False,  # built by scipy, valid by construction
-                ).to(dtype=x.dtype, device=x.device)
-        else:
-            m = torch.tensor(matrix, dtype=x.dtype, device=x.device)  # a copy: maps are read-only
+        if on_host(x):
+            m = _torch_matrix(matrix, x.dtype, x.device)
+        else:  # uploaded once per map, dtype and device
+            m = device_copies.get(matrix, x.dtype, x.device)
         return (m @ flat).reshape(shape)
     return _apply_numpy(matrix, flat, sparse, small).reshape(shape)
+
+
+def _torch_matrix(matrix, dtype, device):
+    """A torch copy of ``matrix`` (numpy, or ``scipy.sparse`` as a sparse CSR tensor)."""
+    import torch
+
+    if isinstance(matrix, np.ndarray):
+        return torch.tensor(matrix, dtype=dtype, device=device)  # a copy: maps are read-only
+    csr = matrix.tocsr()
+    with warnings.catch_warnings():  # "sparse CSR support is in beta"
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_csr_tensor(
+            torch.as_tensor(csr.indptr, dtype=torch.int64, device=device),
+            torch.as_tensor(csr.indices, dtype=torch.int64, device=device),
+            torch.tensor(csr.data, dtype=dtype, device=device),  # a copy, as above
+            size=csr.shape,
+            check_invariants=False,  # built by scipy, valid by construction
+        )
+
+
+class _DeviceCopies:
+    """Torch copies of read-only maps on devices, one per map, dtype and device, each kept
+    while its map lives: a cached decoder's map crosses to the device once, not per call.
+
+    Maps that can still change (writeable numpy data) are copied per call, never kept.
+    Thread-safe; two threads missing at once may both copy, and one copy is kept.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._copies: dict[int, tuple[weakref.ref, dict]] = {}  # id(map) -> (map, {(dtype, device): copy})
+
+    def get(self, matrix, dtype, device):
+        key = (dtype, device)
+        with self._lock:
+            entry = self._copies.get(id(matrix))
+            if entry is not None and entry[0]() is matrix and key in entry[1]:
+                return entry[1][key]
+        import torch
+
+        with torch.inference_mode(False):  # a copy made in inference mode could not join autograd later
+            copy = _torch_matrix(matrix, dtype, device)
+        if (matrix.data if hasattr(matrix, "nnz") else matrix).flags.writeable:
+            return copy
+        try:
+            ref = weakref.ref(matrix)
+        except TypeError:  # no weak references: nothing would tell when to drop the copy
+            return copy
+        with self._lock:
+            entry = self._copies.get(id(matrix))
+            if entry is None or entry[0]() is not matrix:
+                entry = self._copies[id(matrix)] = (ref, {})
+                weakref.finalize(matrix, self._drop, id(matrix), ref)
+            return entry[1].setdefault(key, copy)
+
+    def _drop(self, key: int, ref: weakref.ref) -> None:
+        with self._lock:
+            entry = self._copies.get(key)
+            if entry is not None and entry[0] is ref:
+                del self._copies[key]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(len(copies) for _, copies in self._copies.values())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._copies.clear()
+
+
+device_copies = _DeviceCopies()
 
 
 def _apply_numpy(matrix, flat: np.ndarray, sparse: bool, small: bool) -> np.ndarray:

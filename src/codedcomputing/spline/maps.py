@@ -381,7 +381,9 @@ class SplineDecoder:
     than :data:`MAX_MAP_ENTRIES` entries are never built.
 
     ``route="map"`` or ``"banded"`` forces one. Torch tensors that require grad always take
-    the map (the banded route computes on the host, outside autograd). Thread-safe: the
+    the map (the banded route computes on the host, outside autograd), and so do tensors on a
+    device (CUDA) unless the map is too large to build: the banded route would copy them to
+    the host and back, the map is copied to the device once and applied there. Thread-safe: the
     parts are built once, under locks; the map's build does not block banded calls.
     """
 
@@ -464,7 +466,10 @@ class SplineDecoder:
         return self.smoothing_map.matrix
 
     def __call__(self, y):
-        if _arraylib.requires_grad(y):
+        if _arraylib.is_torch(y) and (
+            _arraylib.requires_grad(y)
+            or (self.route != "banded" and not _arraylib.on_host(y) and self.map_allowed)
+        ):
             return self.smoothing_map(y)
         width = int(np.prod(tuple(y.shape[1:]), dtype=np.int64))
         if self._plan(width, record=True) == "map":
