@@ -372,3 +372,34 @@ def test_cuda_executor_and_gradients():
     X.requires_grad_(True)
     code.decode(code.encode(X)[torch.as_tensor(result.alive, device="cuda")], result.alive).sum().backward()
     assert X.grad.device == X.device and torch.isfinite(X.grad).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# the benchmark
+# ---------------------------------------------------------------------------------------------
+
+
+def _bench_gpu():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gpu.py"
+    spec = importlib.util.spec_from_file_location("bench_gpu", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message given without CUDA")
+def test_bench_gpu_says_when_there_is_no_cuda(capsys):
+    assert _bench_gpu().main([]) == 2
+    assert "no CUDA device" in capsys.readouterr().out
+
+
+def test_bench_gpu_smoke_run_on_the_cpu(capsys):
+    bench = _bench_gpu()
+    assert bench.main(["--device", "cpu", "--quick", "--sizes", "20", "200", "--repeats", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line.split() for line in lines if line.split()[:1] in (["gcc-spline"], ["gcc-default"], ["bacc"])]
+    assert len(rows) == 6 and all(float(row[4]) > 0 and float(row[9]) > 0 for row in rows)
+    assert any(line.startswith("lenet5") for line in lines)
