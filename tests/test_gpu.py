@@ -175,20 +175,32 @@ def test_bacc_stays_on_the_device(pretend_device):
     np.testing.assert_allclose(estimates.numpy(), expected, rtol=1e-9, atol=1e-9)
 
 
-def test_bound_manifold_code_stays_on_the_device(pretend_device):
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"decoding": "spline", "degraded": "spline"},
+        {"decoding": "spline", "degraded": "input-space"},  # its kernel map crosses at each decode
+        {"design": "thin-plate"},
+    ],
+)
+def test_bound_manifold_code_stays_on_the_device(pretend_device, options):
     """ManifoldGCC's layout is computed on the host from the batch (``bind``: distances, a
     graph, an ordering: the math needs the data there); the bound code's encode and decode
     then stay on the device."""
     t = np.random.default_rng(8).permutation(12) / 11.0
     points = np.stack([np.cos(3 * t), np.sin(3 * t)], axis=1)
-    code = cc.ManifoldGCC(12, 60, decoding="spline", degraded="spline")
+    num_workers = 30 if options.get("degraded") == "input-space" else 60  # input space: N <= 3K
+    code = cc.ManifoldGCC(12, num_workers, **options)
     bound = code.bind(points)
     X = torch.as_tensor(points)
-    alive = _alive(60, 12, 9)
+    alive = _alive(code.num_workers, code.num_workers // 5, 9)
     estimates, encoding, decoding = _round_trip(bound, X, alive, f=lambda x: x)
     _assert_stays(encoding)
     _assert_stays(decoding)
-    reference = bound.decode(bound.encode(points)[alive], alive)
+    reference = bound.decode_details(bound.encode(points)[alive], alive)
+    if "degraded" in options:
+        assert ("input_space" in reference.info) == (options["degraded"] == "input-space")
+    reference = reference.estimates
     np.testing.assert_allclose(estimates.numpy(), reference, rtol=1e-10, atol=1e-12)
 
 
