@@ -20,7 +20,22 @@ import pytest
 import fault_matrix as fm
 
 LOCAL = [pytest.param(cell, id=cell.id) for cell in fm.cells(["thread", "simulated"], fm.CODES, fm.COUNTS)]
-RAY = [pytest.param(cell, id=cell.id) for cell in fm.cells(["ray"], fm.CODES, fm.COUNTS)]
+
+
+def _ray_cell_runs(cell: fm.Cell) -> bool:
+    """Every Ray cell but half of the process-killing ones that kill more than S workers: each
+    of those costs 13-60 s (Ray restarts a process per kill, importing torch); one code runs
+    each of them, GCC and BACC in turn, so every (kind, count) still runs on Ray.
+    ``python benchmarks/fault_matrix.py`` runs them all."""
+    if cell.kind not in fm.KILLS_PROCESS or cell.count <= fm.S:
+        return True
+    turn = (fm.KILLS_PROCESS.index(cell.kind) + (cell.count == fm.N)) % len(fm.CODES)
+    return cell.code == fm.CODES[turn]
+
+
+RAY = [
+    pytest.param(cell, id=cell.id) for cell in fm.cells(["ray"], fm.CODES, fm.COUNTS) if _ray_cell_runs(cell)
+]
 
 
 def check(observations: list[fm.Observation]) -> None:
@@ -51,7 +66,11 @@ def test_the_matrix_covers_every_kind_and_count():
     assert kinds == set(fm.KINDS) == set(fm.UNUSABLE) | set(fm.CONVERTIBLE) | set(fm.UNDETECTABLE)
     assert fm.COUNTS == (1, fm.S, fm.S + 1, fm.N)
     assert "os_exit" not in fm.kinds_for("thread") and "os_exit" in fm.kinds_for("ray")
-    assert len(LOCAL) == 2 * 2 * (len(fm.KINDS) - 1) * 4 and len(RAY) == 2 * len(fm.KINDS) * 4
+    assert len(LOCAL) == 2 * 2 * (len(fm.KINDS) - 1) * 4
+    ray = [param.values[0] for param in RAY]
+    assert {(c.kind, c.count) for c in ray} == {(kind, count) for kind in fm.KINDS for count in fm.COUNTS}
+    assert {c.code for c in ray if c.kind in fm.KILLS_PROCESS and c.count > fm.S} == set(fm.CODES)
+    assert len(ray) == 2 * len(fm.KINDS) * 4 - len(fm.KILLS_PROCESS) * 2
 
 
 @pytest.mark.parametrize("backend", ["thread", "simulated"])
