@@ -1,8 +1,8 @@
 """What BACC's encode and decode cost the master, with a new alive set at every decode (the
 serving case), against GCC's natural-spline decode and against the dense Berrut matrix.
 
-For N in 50, 100, 500, 1000, 2000, 4000, 8000, 16000 (K = 10 at N = 50, 20 at N = 100, N/10
-from N = 500 on), float64 results of width 10 (``--widths`` for others), 20% random
+For N in 50, 100, 500, 1000, 2000, 4000, 8000, 16000 (the issue's K = 10, 20 and 100 at
+N = 50, 100 and 500, N/10 from N = 1000 on), float64 results of width 10 (``--widths`` for others), 20% random
 stragglers: every repeat draws one alive set, one ``X`` and one ``Y``, and times in turn (the
 order rotated from one repeat to the next):
 
@@ -10,7 +10,9 @@ order rotated from one repeat to the next):
 - ``decode``: ``BACC.decode(Y, alive)``, the cache cleared first (build + apply);
 - ``spline``: ``GCC(K, N, decoding="spline").decode(Y, alive)``, the cache cleared first;
 - ``dense enc``: the dense ``(N, K)`` encoder matrix (built once per row) times ``X``;
-- ``dense dec``: ``berrut_matrix(beta[alive], alpha) @ Y`` (the dense decoder: build + apply).
+- ``dense dec``: ``berrut_matrix(beta[alive], alpha) @ Y`` (the dense decoder: build + apply);
+- ``fmm enc``, ``fmm dec``: the fast multipole path forced (``BerrutMap(..., dense=False)``,
+  built once per row), whatever size BACC would switch to it at.
 
 Per row: medians (ms), the paired ratio decode / spline (median of the per-repeat ratios with
 a 95% bootstrap interval; goal <= 2 from N = 500 on), and at the end t(8N) / t(N) for encode
@@ -30,13 +32,15 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import codedcomputing as cc
-from codedcomputing.spline.berrut import berrut_matrix
+from codedcomputing.spline import berrut
+
+berrut_matrix = berrut.berrut_matrix
 
 SIZES = [50, 100, 500, 1000, 2000, 4000, 8000, 16000]
 
 
 def num_inputs(n: int) -> int:
-    return {50: 10, 100: 20}.get(n, n // 10)
+    return {50: 10, 100: 20, 500: 100}.get(n, n // 10)
 
 
 def interleaved(fns: dict, repeats: int, setup) -> dict[str, np.ndarray]:
@@ -75,22 +79,26 @@ def row(n: int, width: int, repeats: int, rng) -> dict[str, np.ndarray]:
     bacc, spline = cc.BACC(k, n), cc.GCC(k, n, decoding="spline")
     alpha, beta = bacc.alpha, bacc.beta
     encoder = berrut_matrix(alpha, beta)
+    fast = hasattr(berrut, "BerrutMap")  # absent before the fast path (for before/after runs)
+    if fast:
+        fmm_encoder = berrut.BerrutMap(alpha, beta, dense=False)
+        fmm_decoder = berrut.BerrutMap(beta, alpha, dense=False)
 
     def setup(_):
         alive = np.sort(rng.choice(n, n - n // 5, replace=False))
         return alive, rng.normal(size=(k, width)), rng.normal(size=(alive.size, width))
 
-    return interleaved(
-        {
-            "encode": lambda arg: bacc.encode(arg[1]),
-            "decode": fresh(bacc),
-            "spline": fresh(spline),
-            "dense enc": lambda arg: encoder @ arg[1],
-            "dense dec": lambda arg: berrut_matrix(beta[arg[0]], alpha) @ arg[2],
-        },
-        repeats,
-        setup,
-    )
+    fns = {
+        "encode": lambda arg: bacc.encode(arg[1]),
+        "decode": fresh(bacc),
+        "spline": fresh(spline),
+        "dense enc": lambda arg: encoder @ arg[1],
+        "dense dec": lambda arg: berrut_matrix(beta[arg[0]], alpha) @ arg[2],
+    }
+    if fast:
+        fns["fmm enc"] = lambda arg: fmm_encoder(arg[1])
+        fns["fmm dec"] = lambda arg: fmm_decoder(arg[2], arg[0])
+    return interleaved(fns, repeats, setup)
 
 
 def ms(seconds: float) -> str:
@@ -106,6 +114,8 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     names = ["encode", "decode", "spline", "dense enc", "dense dec"]
+    if hasattr(berrut, "BerrutMap"):
+        names += ["fmm enc", "fmm dec"]
     with threadpool_limits(1):
         for width in args.widths:
             print(f"\nwidth {width}, float64, 20% random stragglers, a new alive set a repeat (median ms)")

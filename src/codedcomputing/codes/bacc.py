@@ -10,11 +10,13 @@ from .base import Code, by_worker, read_only
 
 __all__ = ["BACC", "berrut_matrix"]
 
-#: From this many ``K * N`` on, BACC encodes and decodes through :class:`BerrutMap` (one map
-#: each way, built at the first use, every alive set served by the decoder's: ``O(K + N)`` per
-#: call from its fast multipole path); below it, through dense matrices (the encoder's, and
-#: the decoder's per alive set, cached), cheaper there (``benchmarks/bench_master_bacc.py``).
-FAST_SIZE = 2**14
+#: From this many ``K * N`` on, BACC decodes through one :class:`BerrutMap` for every alive set
+#: (built at the first decode; ``O(K + N)`` a call once its sums take the fast multipole path,
+#: from about ``K N = 4e5``); below it, through a dense matrix per alive set, cached.
+FAST_DECODE_SIZE = 2**14
+#: From this many ``K * N`` on, BACC encodes through a :class:`BerrutMap`; below it through the
+#: dense ``(N, K)`` matrix, cheaper there (``benchmarks/bench_master_bacc.py``).
+FAST_ENCODE_SIZE = 2**19
 
 
 class BACC(Code):
@@ -29,12 +31,13 @@ class BACC(Code):
     Promise (tested): constant inputs are recovered exactly through any ``f``, from any one
     or more results (a Berrut interpolant reproduces constants).
 
-    Cost: from ``K * N >= FAST_SIZE`` on, an encode or a decode (any alive set) costs
-    ``O((K + N) d)`` through a 1-D fast multipole method for the interpolant's Cauchy sums
-    (:class:`~codedcomputing.spline.berrut.BerrutMap`), agreeing with the dense matrices to
-    about 1e-14 relative; below it, dense matrices (``O(K N d)``, the decoder's cached per
-    alive set). :attr:`encoder_matrix` and :meth:`decoder_matrix` build the dense matrices
-    (``O(K N)``) for callers that want them.
+    Cost: at large sizes (``K N`` above ``FAST_ENCODE_SIZE``, ``FAST_DECODE_SIZE`` and about
+    4e5 for the decoder) an encode or a decode (any alive set) costs ``O((K + N) d)``, through
+    a 1-D fast multipole method for the interpolant's Cauchy sums
+    (:class:`~codedcomputing.spline.berrut.BerrutMap`), which agrees with the dense matrices to
+    about 1e-14 relative; below, dense matrices (``O(K N d)``, cheaper there).
+    :attr:`encoder_matrix` and :meth:`decoder_matrix` build the dense matrices (``O(K N)``)
+    for callers that want them.
 
     Parameters
     ----------
@@ -91,9 +94,10 @@ class BACC(Code):
         )
         self.assignment = assignment
         self.systematic, self.parity = bool(systematic), parity
-        self._fast = self.num_inputs * self.num_workers >= FAST_SIZE
+        size = self.num_inputs * self.num_workers
+        self._fast_decode, self._fast_encode = size >= FAST_DECODE_SIZE, size >= FAST_ENCODE_SIZE
         self._maps: dict[str, BerrutMap] = {}
-        self._encoder_matrix = None if self._fast else read_only(berrut_matrix(self.alpha, self.beta))
+        self._encoder_matrix = None if self._fast_encode else read_only(berrut_matrix(self.alpha, self.beta))
 
     @property
     def encoder_matrix(self) -> np.ndarray:
@@ -137,12 +141,12 @@ class BACC(Code):
         return state
 
     def _encode(self, X):
-        if self._fast:
+        if self._fast_encode:
             return self._copy_systematic(self._map("encoder")(X), X)
         return self._copy_systematic(_arraylib.apply_matrix(self.encoder_matrix, X), X)
 
     def _decode(self, Y, alive):
         Y, alive = by_worker(Y, alive)
-        if self._fast:
+        if self._fast_decode:
             return self._map("decoder")(Y, alive), {}
         return _arraylib.apply_matrix(self._decoder(alive), Y), {}

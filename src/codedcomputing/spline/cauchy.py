@@ -28,7 +28,6 @@ source's value (a Berrut interpolant through its nodes).
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from .. import _arraylib
 
@@ -137,11 +136,6 @@ class CauchySum:
 
     # -- building ------------------------------------------------------------------------
 
-    def _coincident_pairs(self, rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> None:
-        hit = ~np.isfinite(values)
-        values[hit] = 0.0
-        self.coincident = (rows[hit].copy(), cols[hit].copy())
-
     def _build_dense(self) -> None:
         with np.errstate(divide="ignore"):
             matrix = 1.0 / (self.targets[:, None] - self.sources[None, :])
@@ -156,39 +150,38 @@ class CauchySum:
         n, m = self.sources.size, self.targets.size
         leaf_width = self._width / boxes
         source_box, target_box = self._box(self.sources, levels), self._box(self.targets, levels)
-        # near field: each target against the sources of its leaf and the two beside it,
-        # a contiguous run of the sources sorted by box
         by_box = np.argsort(source_box, kind="stable")
         starts = np.searchsorted(source_box[by_box], np.arange(boxes + 1))
-        first = starts[np.maximum(target_box - 1, 0)]
-        last = starts[np.minimum(target_box + 2, boxes)]
-        counts = last - first
-        indptr = np.concatenate([[0], np.cumsum(counts)])
-        offsets = np.arange(indptr[-1]) - np.repeat(indptr[:-1] - first, counts)
-        cols = by_box[offsets]
-        rows = np.repeat(np.arange(m), counts)
-        with np.errstate(divide="ignore"):
-            values = 1.0 / (self.targets[rows] - self.sources[cols])
-        self._coincident_pairs(rows, cols, values)
-        self._near = sp.csr_array((values, cols, indptr), shape=(m, n))
+        in_box = [by_box[starts[b] : starts[b + 1]] for b in range(boxes)]
+        targets_by_box = np.argsort(target_box, kind="stable")
+        target_starts = np.searchsorted(target_box[targets_by_box], np.arange(boxes + 1))
+        targets_in = [targets_by_box[target_starts[b] : target_starts[b + 1]] for b in range(boxes)]
+        # near field: each leaf's targets against the sources of the leaf and the two beside it
+        near_sources = [by_box[starts[max(b - 1, 0)] : starts[min(b + 2, boxes)]] for b in range(boxes)]
+
+        def kernel(rows, cols):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return 1.0 / (self.targets[rows][:, :, None] - self.sources[cols][:, None, :])
+
+        self._near = _Blocks((m, n), targets_in, near_sources, kernel)  # coincident pairs: inf -> 0
+        self.coincident = _equal_pairs(self.targets, self.sources)
         # sources -> leaf charges at the Chebyshev nodes; leaf fields -> targets. Row (and
         # column) ``node * boxes + box``, so the products come out as (p, boxes, d).
         centres = self._lo + (np.arange(boxes) + 0.5) * leaf_width
         to_node = _lagrange_basis((self.sources - centres[source_box]) / (leaf_width / 2), p)
-        self._charges = sp.csr_array(
-            (
-                to_node.T.ravel(),
-                ((np.arange(p)[:, None] * boxes + source_box).ravel(), np.tile(np.arange(n), p)),
-            ),
-            shape=(p * boxes, n),
-        )
         from_node = _lagrange_basis((self.targets - centres[target_box]) / (leaf_width / 2), p)
-        self._fields = sp.csr_array(
-            (
-                from_node.ravel(),
-                (np.repeat(np.arange(m), p), (np.arange(p)[None, :] * boxes + target_box[:, None]).ravel()),
-            ),
-            shape=(m, p * boxes),
+        leaf_nodes = [np.arange(p) * boxes + b for b in range(boxes)]
+        self._charges = _Blocks(
+            (p * boxes, n),
+            leaf_nodes,
+            in_box,
+            lambda rows, cols: to_node[cols[:, None, :], (rows // boxes)[:, :, None]],
+        )
+        self._fields = _Blocks(
+            (m, p * boxes),
+            targets_in,
+            leaf_nodes,
+            lambda rows, cols: from_node[rows[:, :, None], (cols // boxes)[:, None, :]],
         )
         # child c's nodes in its parent's coordinates: interpolation from parent to child
         nodes = _chebyshev_nodes(p)
@@ -223,7 +216,7 @@ class CauchySum:
         p, levels = self.order, self.levels
         d = flat.shape[1]
         charges = [None] * (levels + 1)  # per level: (p, boxes, d)
-        charges[levels] = product(self._charges, flat).reshape(p, 2**levels, d)
+        charges[levels] = self._charges(flat).reshape(p, 2**levels, d)
         for level in range(levels, 2, -1):
             boxes = 2**level
             children = charges[level].reshape(p, boxes // 2, 2, d)
@@ -246,8 +239,80 @@ class CauchySum:
                 down = product(self._down, field).reshape(2, p, boxes // 2, d)
                 here = here + _stack_children(down, flat)
             field = here
-        far = product(self._fields, field.reshape(p * 2**levels, d))
-        return far + product(self._near, flat)
+        return self._fields(field.reshape(p * 2**levels, d)) + self._near(flat)
+
+
+def _equal_pairs(targets: np.ndarray, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(i, j)`` index arrays of the pairs with ``targets[i] == sources[j]``."""
+    order = np.argsort(sources, kind="stable")
+    ordered = sources[order]
+    first = np.searchsorted(ordered, targets, side="left")
+    counts = np.searchsorted(ordered, targets, side="right") - first
+    rows = np.repeat(np.arange(targets.size), counts)
+    offsets = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    return rows, order[np.repeat(first, counts) + offsets]
+
+
+def _padded(size: int) -> int:
+    """``size`` rounded up to a quarter octave (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ...)."""
+    step = 1 << max(0, int(size - 1).bit_length() - 3)
+    return -(-size // step) * step
+
+
+class _Blocks:
+    """A sparse ``(rows, cols)`` matrix held as dense blocks: group g maps the entries
+    ``cols_g`` of the input to the entries ``rows_g`` of the output (every output entry in at
+    most one group). Groups are padded to powers of two in each dimension and stacked by
+    padded shape, so a product is one batched matrix product per shape (BLAS) rather than a
+    sparse product (several times slower per multiply-add here). ``values(rows, cols)``
+    returns the ``(count, r, c)`` blocks of a stack; padding is zeroed after it, and entries
+    it returns as inf or NaN are zeroed too."""
+
+    def __init__(self, shape, rows_of, cols_of, values):
+        self.shape = shape
+        stacks: dict[tuple[int, int], list[int]] = {}
+        used = [g for g in range(len(rows_of)) if rows_of[g].size and cols_of[g].size]
+        same_rows = len({rows_of[g].size for g in used}) == 1
+        same_cols = len({cols_of[g].size for g in used}) == 1
+        for group in used:
+            key = (
+                rows_of[group].size if same_rows else _padded(rows_of[group].size),
+                cols_of[group].size if same_cols else _padded(cols_of[group].size),
+            )
+            stacks.setdefault(key, []).append(group)
+        self.stacks = []
+        for (height, width), groups in sorted(stacks.items()):
+            rows = np.full((len(groups), height), shape[0], dtype=np.int64)
+            cols = np.full((len(groups), width), shape[1], dtype=np.int64)
+            for i, group in enumerate(groups):
+                rows[i, : rows_of[group].size] = rows_of[group]
+                cols[i, : cols_of[group].size] = cols_of[group]
+            padding = (rows == shape[0])[:, :, None] | (cols == shape[1])[:, None, :]
+            block = values(np.minimum(rows, shape[0] - 1), np.minimum(cols, shape[1] - 1))
+            block = np.where(padding | ~np.isfinite(block), 0.0, block)
+            for array in (rows, cols, block):
+                array.flags.writeable = False
+            self.stacks.append((rows, cols, block))
+
+    def __call__(self, x):
+        """``matrix @ x`` for a 2-D ``x`` (numpy, or torch on any device; autograd follows)."""
+        d = x.shape[1]
+        if _arraylib.is_torch(x):
+            import torch
+
+            extended = torch.cat([x, x.new_zeros((1, d))])
+            out = x.new_zeros((self.shape[0] + 1, d))
+            for rows, cols, block in self.stacks:
+                rows_t = _arraylib.device_copies.get(rows, torch.int64, x.device)
+                cols_t = _arraylib.device_copies.get(cols, torch.int64, x.device)
+                block_t = _arraylib.device_copies.get(block, x.dtype, x.device)
+                out = out.index_put((rows_t,), torch.matmul(block_t, extended[cols_t]))
+            return out[:-1]
+        extended = np.concatenate([x, np.zeros((1, d), dtype=x.dtype)])
+        out = np.zeros((self.shape[0] + 1, d), dtype=np.result_type(x.dtype, np.float64))
+        for rows, cols, block in self.stacks:
+            out[rows] = np.matmul(block, extended[cols])
+        return out[:-1]
 
 
 def _numpy_product(matrix, x):
