@@ -97,11 +97,20 @@ class BerrutMap:
             charges[chosen, :d] = signs[:, None] * (flat - reference)
             charges[chosen, d] = signs
         sums = self.sums(charges)
-        estimates = reference + sums[:, :d] / sums[:, d:]
         row_of = np.full(n, -1, dtype=np.int64)
         row_of[chosen] = np.arange(chosen.size)
         targets, sources = self.sums.coincident
         hit = row_of[sources] >= 0
+        numerators, denominators = sums[:, :d], sums[:, d:]
+        if hit.any():  # no 0 / 0 there (nor in its gradient): those points are set below
+            on_node = np.zeros((self.points.size, 1), dtype=bool)
+            on_node[targets[hit]] = True
+            if torch_values:
+                on_node = torch.as_tensor(on_node, device=flat.device)
+                denominators = torch.where(on_node, torch.ones_like(denominators), denominators)
+            else:
+                denominators = np.where(on_node, 1.0, denominators)
+        estimates = reference + numerators / denominators
         if hit.any():  # a point on a chosen node takes its value
             estimates = _arraylib.set_rows(
                 estimates, targets[hit], _arraylib.take_rows(flat, row_of[sources[hit]])

@@ -1,0 +1,198 @@
+"""The fast Berrut interpolant: Cauchy sums by a 1-D fast multipole method (spline/cauchy.py),
+:class:`BerrutMap`, and BACC through them.
+
+References: the Cauchy sums summed directly in float64, :func:`berrut_matrix`, and scipy's
+``FloaterHormannInterpolator`` with ``d = 0`` (Berrut's interpolant).
+"""
+
+from __future__ import annotations
+
+import functools
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from scipy.interpolate import FloaterHormannInterpolator
+
+import codedcomputing as cc
+from codedcomputing.codes import bacc as bacc_module
+from codedcomputing.points import make_points
+from codedcomputing.spline.berrut import BerrutMap, berrut_matrix
+from codedcomputing.spline.cauchy import CauchySum
+from codedcomputing.testing import check_code
+
+
+def _layouts(rng):
+    """``(name, sources, targets)``: BACC's two directions, equispaced, clustered random
+    points, and targets that sit on sources."""
+    alpha, beta = make_points("chebyshev", 150, kind="data"), make_points("chebyshev", 1500, kind="workers")
+    clustered = np.concatenate(
+        [rng.normal(-0.5, 1e-3, 400), rng.uniform(-1, 1, 400), rng.normal(2, 0.1, 200)]
+    )
+    equispaced = np.linspace(-1, 1, 700)
+    return [
+        ("decoder", beta, alpha),
+        ("encoder", alpha, beta),
+        ("equispaced", equispaced, np.linspace(-1.1, 1.1, 301)),
+        ("clustered", clustered, rng.uniform(-1, 2.5, 300)),
+        ("on nodes", equispaced, np.concatenate([equispaced[::7], rng.uniform(-1, 1, 50)])),
+    ]
+
+
+@pytest.mark.parametrize("layout", range(5))
+def test_cauchy_sums_match_the_direct_sums(layout):
+    rng = np.random.default_rng(layout)
+    name, sources, targets = _layouts(rng)[layout]
+    charges = rng.normal(size=(sources.size, 3))
+    with np.errstate(divide="ignore"):
+        kernel = 1.0 / (targets[:, None] - sources[None, :])
+    on_node = ~np.isfinite(kernel)
+    kernel[on_node] = 0.0
+    direct, scale = kernel @ charges, np.abs(kernel) @ np.abs(charges)
+    for dense in (False, True):
+        sums = CauchySum(sources, targets, dense=dense)
+        assert (sums.levels == 0) == dense
+        error = np.abs(sums(charges) - direct) / scale
+        assert error.max() < 1e-13, (name, dense, error.max())
+        pairs = set(zip(*(a.tolist() for a in sums.coincident), strict=True))
+        assert pairs == set(zip(*np.nonzero(on_node), strict=True))
+
+
+def test_cauchy_sums_pick_a_tree_whose_stored_entries_grow_linearly():
+    """The cost is in the stored blocks (near field, leaf transfers) and the tree: both grow
+    like N for K = N / 10 (8x the points: well under 10x the entries)."""
+
+    def stored(n):
+        sums = CauchySum(
+            make_points("chebyshev", n, kind="workers"), make_points("chebyshev", n // 10, kind="data")
+        )
+        blocks = sum(b.size for part in (sums._near, sums._charges, sums._fields) for *_, b in part.stacks)
+        return sums.levels, blocks + 2**sums.levels * sums.order**2
+
+    (small_levels, small), (big_levels, big) = stored(2000), stored(16000)
+    assert 2 <= small_levels < big_levels
+    assert big / small < 10
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_berrut_map_is_berrut_interpolation(dense):
+    rng = np.random.default_rng(5)
+    nodes, points = make_points("chebyshev", 900, kind="workers"), make_points("chebyshev", 90, kind="data")
+    berrut = BerrutMap(nodes, points, dense=dense)
+    for size in (1, 2, 17, 600, 900):
+        chosen = rng.permutation(rng.choice(nodes.size, size, replace=False))
+        values = rng.normal(size=(size, 2, 3))
+        reference = np.tensordot(berrut_matrix(nodes[chosen], points), values, axes=1)
+        out = berrut(values, chosen)
+        assert out.shape == (points.size, 2, 3)
+        np.testing.assert_allclose(out, reference, rtol=0, atol=1e-13 * np.abs(values).max())
+        if size >= 2:
+            order = np.argsort(nodes[chosen])
+            scipy_values = FloaterHormannInterpolator(
+                nodes[chosen][order], values[order].reshape(size, -1), d=0
+            )
+            np.testing.assert_allclose(
+                out.reshape(points.size, -1), scipy_values(points), rtol=0, atol=1e-12 * np.abs(values).max()
+            )
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_berrut_map_keeps_its_promises_bit_for_bit(dense):
+    rng = np.random.default_rng(6)
+    nodes = make_points("chebyshev", 800, kind="workers")
+    points = np.concatenate([nodes[::9], rng.uniform(-1, 1, 40)])  # some on nodes
+    berrut = BerrutMap(nodes, points, dense=dense)
+    chosen = np.sort(rng.choice(nodes.size, 500, replace=False))
+    constant = np.full((chosen.size, 3), 0.1)
+    assert np.array_equal(berrut(constant, chosen), np.full((points.size, 3), 0.1))
+    values = rng.normal(size=(chosen.size, 4))
+    out = berrut(values, chosen)
+    where = {node: row for row, node in enumerate(chosen.tolist())}
+    for i, node in enumerate(range(0, nodes.size, 9)):
+        if node in where:  # a point on a chosen node takes its value
+            assert np.array_equal(out[i], values[where[node]])
+    assert np.all(np.isfinite(out))  # points on nodes not chosen: interpolated
+    single = berrut(values[:1], chosen[:1])
+    assert np.array_equal(single, np.repeat(values[:1], points.size, axis=0))
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_berrut_map_on_torch_keeps_dtype_and_autograd(dense):
+    rng = np.random.default_rng(7)
+    nodes = make_points("chebyshev", 600, kind="workers")
+    chosen = np.sort(rng.choice(nodes.size, 450, replace=False))
+    points = np.concatenate([make_points("chebyshev", 60, kind="data"), nodes[chosen[::50]]])  # some on nodes
+    berrut = BerrutMap(nodes, points, dense=dense)
+    values = rng.normal(size=(chosen.size, 3))
+    matrix = berrut_matrix(nodes[chosen], points)
+    y = torch.tensor(values, requires_grad=True)
+    out = berrut(y, chosen)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float64
+    np.testing.assert_allclose(out.detach().numpy(), matrix @ values, rtol=0, atol=1e-12)
+    weights = rng.normal(size=out.shape)
+    (out * torch.tensor(weights)).sum().backward()
+    assert torch.isfinite(y.grad).all()
+    np.testing.assert_allclose(y.grad.numpy(), matrix.T @ weights, rtol=0, atol=1e-11)
+    for dtype in (torch.float32, torch.bfloat16):
+        low = berrut(torch.tensor(values, dtype=dtype), chosen)
+        assert low.dtype == dtype
+        np.testing.assert_allclose(low.float().numpy(), matrix @ values, rtol=0, atol=0.05)
+    assert berrut(values.astype(np.float32), chosen).dtype == np.float32
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_berrut_map_stays_on_the_gpu():
+    nodes, points = make_points("chebyshev", 3000, kind="workers"), make_points("chebyshev", 300, kind="data")
+    berrut = BerrutMap(nodes, points, dense=False)
+    values = torch.randn(3000, 8, dtype=torch.float64, device="cuda")
+    out = berrut(values)
+    assert out.device == values.device
+    reference = berrut_matrix(nodes, points) @ values.cpu().numpy()
+    np.testing.assert_allclose(out.cpu().numpy(), reference, rtol=0, atol=1e-12)
+
+
+def test_bacc_conformance_through_the_fast_multipole_path(monkeypatch):
+    """The conformance suite (numpy and torch, promises, bad input) with BACC's maps forced onto
+    the fast multipole path at every size."""
+    monkeypatch.setattr(bacc_module, "FAST_DECODE_SIZE", 0)
+    monkeypatch.setattr(bacc_module, "FAST_ENCODE_SIZE", 0)
+    monkeypatch.setattr(bacc_module, "BerrutMap", functools.partial(BerrutMap, dense=False))
+    check_code(lambda k, n: cc.BACC(k, n))
+    check_code(lambda k, n: cc.BACC(k, n, systematic=True))
+
+
+def test_bacc_at_a_fast_size_matches_its_dense_matrices():
+    k, n = 200, 4000
+    code = cc.BACC(k, n)
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(k, 5))
+    coded = code.encode(X)
+    assert code._map("encoder").sums.levels >= 2  # the fast path was taken
+    np.testing.assert_allclose(coded, code.encoder_matrix @ X, rtol=0, atol=1e-12)
+    alive = rng.permutation(rng.choice(n, n - n // 5, replace=False))
+    Y = np.tanh(coded[alive])
+    estimates = code.decode(Y, alive)
+    assert code._map("decoder").sums.levels >= 2
+    order = np.argsort(alive)
+    np.testing.assert_allclose(estimates, code.decoder_matrix(alive) @ Y[order], rtol=0, atol=1e-12)
+    constant = code.decode(np.full((alive.size, 2), 3.25), alive)
+    assert np.array_equal(constant, np.full((k, 2), 3.25))
+    twin = pickle.loads(pickle.dumps(code))
+    assert twin._maps == {}
+    np.testing.assert_array_equal(twin.decode(Y, alive), estimates)
+
+
+def test_systematic_bacc_at_a_fast_size_returns_its_workers_results():
+    k, n = 100, 6000
+    code = cc.BACC(k, n, systematic=True)
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(k, 3))
+    coded = code.encode(X)
+    assert np.array_equal(coded[code.systematic_workers], X)
+    alive = np.sort(rng.choice(n, n // 2, replace=False))
+    Y = np.sin(coded[alive])
+    details = code.decode_details(Y, alive)
+    returned = np.isin(code.systematic_workers, alive)
+    assert np.array_equal(details.info["exact"], returned)
+    np.testing.assert_array_equal(details.estimates[returned], np.sin(X[returned]))
