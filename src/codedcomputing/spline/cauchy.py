@@ -36,11 +36,15 @@ __all__ = ["CauchySum"]
 #: Chebyshev nodes per box: the far field's relative error is about 5.8^-ORDER per box pair
 #: (measured against the dense sums: 16 gives up to 3e-13, 18 about 1e-15).
 ORDER = 18
-#: Relative cost of one multiply-add in a sparse product against one in a dense one (BLAS),
-#: and the fixed cost of one level of the tree in multiply-adds per column (numpy calls):
-#: the tree's depth and the dense/fast choice minimise the modelled cost.
+#: Relative cost of one multiply-add in the near field and the leaf transfers (small padded
+#: blocks, gathered) against one in a dense product, and the fixed cost of one level of the
+#: tree in multiply-adds per column (numpy calls): the tree's depth and the dense/fast choice
+#: minimise the modelled cost.
 SPARSE_COST = 2.0
 LEVEL_COST = 20_000
+#: The fixed cost of a leaf (its small blocks' calls), in the same units. With these, the
+#: depth chosen is the fastest measured for K = N / 10, N = 2,000 to 16,000, width 10.
+LEAF_COST = 4_000
 
 
 def _chebyshev_nodes(order: int) -> np.ndarray:
@@ -127,7 +131,7 @@ class CauchySum:
             boxes = 2**levels
             cost = (
                 SPARSE_COST * (self._near_entries(levels) + (n + m) * p)
-                + 12 * p * p * boxes
+                + (12 * p * p + LEAF_COST) * boxes
                 + LEVEL_COST * levels
             )
             if cost < best[1]:
