@@ -65,9 +65,11 @@ def test_cauchy_sums_pick_a_tree_whose_stored_entries_grow_linearly():
     ends (8x the points: about 10x the entries, against 64x for the dense sums)."""
 
     def stored(n):
-        sums = CauchySum(
-            make_points("chebyshev", n, kind="workers"), make_points("chebyshev", n // 10, kind="data")
+        workers, data = (
+            make_points("chebyshev", n, kind="workers"),
+            make_points("chebyshev", n // 10, kind="data"),
         )
+        sums = CauchySum(workers, data, dense=False)
         blocks = sum(b.size for part in (sums._near, sums._charges, sums._fields) for *_, b in part.stacks)
         return sums.levels, blocks + 2**sums.levels * sums.order**2
 
