@@ -298,6 +298,19 @@ def test_copies_made_in_inference_mode_serve_autograd_later(pretend_device):
     np.testing.assert_allclose(X.grad.numpy(), np.repeat(E.sum(axis=0)[:, None], 2, axis=1), rtol=1e-12)
 
 
+def test_threads_share_one_copy(pretend_device):
+    from concurrent.futures import ThreadPoolExecutor
+
+    matrix = np.random.default_rng(23).normal(size=(40, 30))
+    matrix.flags.writeable = False
+    xs = [torch.full((30, 3), float(i), dtype=torch.float64) for i in range(16)]
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda x: _arraylib.apply_matrix(matrix, x), xs))
+    for x, out in zip(xs, outs, strict=True):
+        np.testing.assert_allclose(out.numpy(), matrix @ x.numpy(), rtol=1e-12)
+    assert len(_arraylib.device_copies) == 1
+
+
 def test_writeable_maps_are_never_kept(pretend_device):
     matrix = np.eye(3)
     x = torch.ones(3, 2, dtype=torch.float64)

@@ -362,11 +362,12 @@ class _DeviceCopies:
     while its map lives: a cached decoder's map crosses to the device once, not per call.
 
     Maps that can still change (writeable numpy data) are copied per call, never kept.
-    Thread-safe; two threads missing at once may both copy, and one copy is kept.
+    Thread-safe; two threads missing at once may both copy, and one copy is kept. The lock is
+    reentrant: a garbage collection inside it may free a map, whose finaliser drops its copies.
     """
 
     def __init__(self):
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._copies: dict[int, tuple[weakref.ref, dict]] = {}  # id(map) -> (map, {(dtype, device): copy})
 
     def get(self, matrix, dtype, device):
@@ -389,7 +390,8 @@ class _DeviceCopies:
             entry = self._copies.get(id(matrix))
             if entry is None or entry[0]() is not matrix:
                 entry = self._copies[id(matrix)] = (ref, {})
-                weakref.finalize(matrix, self._drop, id(matrix), ref)
+                finalizer = weakref.finalize(matrix, self._drop, id(matrix), ref)
+                finalizer.atexit = False  # at exit nothing needs dropping (nor CUDA touching)
             return entry[1].setdefault(key, copy)
 
     def _drop(self, key: int, ref: weakref.ref) -> None:
@@ -400,7 +402,7 @@ class _DeviceCopies:
 
     def __len__(self) -> int:
         with self._lock:
-            return sum(len(copies) for _, copies in self._copies.values())
+            return sum(len(copies) for _, copies in list(self._copies.values()))
 
     def clear(self) -> None:
         with self._lock:
