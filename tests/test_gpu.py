@@ -244,23 +244,21 @@ def test_device_outputs_keep_dtype_and_device(pretend_device, dtype):
         np.testing.assert_allclose(estimates.numpy(), plain, rtol=tol, atol=tol)
 
 
-def test_gradients_flow_through_the_device_path(pretend_device):
+def _dense(matrix) -> np.ndarray:
+    return matrix.toarray() if hasattr(matrix, "toarray") else np.asarray(matrix)
+
+
+@pytest.mark.parametrize("num_inputs, num_workers", [(6, 24), (40, 400)])  # dense maps; sparse ones
+def test_gradients_flow_through_the_device_path(pretend_device, num_inputs, num_workers):
     """d/dX sum(w * decode(encode(X))) is (D E)^T w for the linear maps E and D."""
-    code = cc.GCC(6, 24, decoding="spline")
-    alive = _alive(24, 5, 14)
-    X = torch.randn(
-        6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(15), requires_grad=True
-    )
-    w = torch.randn(6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(16))
+    code = cc.GCC(num_inputs, num_workers, decoding="spline")
+    alive = _alive(num_workers, num_workers // 5, 14)
+    generator = torch.Generator().manual_seed(15)
+    X = torch.randn(num_inputs, 3, dtype=torch.float64, generator=generator, requires_grad=True)
+    w = torch.randn(num_inputs, 3, dtype=torch.float64, generator=generator)
     estimates = code.decode(code.encode(X)[torch.as_tensor(alive)], alive)
     (w * estimates).sum().backward()
-    E = np.asarray(
-        code.encoder.linear_map.todense()
-        if hasattr(code.encoder.linear_map, "nnz")
-        else code.encoder.linear_map
-    )
-    D = np.asarray(code.decoder(alive).linear_map)
-    D = D.toarray() if hasattr(D, "toarray") else D
+    E, D = _dense(code.encoder.linear_map), _dense(code.decoder(alive).linear_map)
     np.testing.assert_allclose(X.grad.numpy(), (D @ E[alive]).T @ w.numpy(), rtol=1e-10, atol=1e-12)
 
 
