@@ -7,10 +7,12 @@ model call against the plain one.
    decode (which builds the decoder's map on the host and copies it to the device) and the
    warm decode (the cached map: no host round trip), each against a device-to-device copy of
    the same bytes (the encode's output, ``N x width``; the decode's input,
-   ``|alive| x width``). Codes: GCC with the natural-spline decoder (``decoding="spline"``),
-   GCC's default (gap-aware) decoder, which fits its blend weights on the host (a round
-   trip of the results, ``spline/gaps.py``), up to N = 1e5, and BACC, whose maps are dense
-   (``N x K``), up to N = 1e4.
+   ``|alive| x width``); and the warm decode of the same results in arrival order (the
+   decode puts them in worker order on the device: an index crosses to it). Codes: GCC
+   with the natural-spline decoder (``decoding="spline"``), GCC's default (gap-aware)
+   decoder, which fits its blend weights on the host (a round trip of the results,
+   ``spline/gaps.py``), up to N = 1e5, and BACC, whose maps are dense (``N x K``), up to
+   N = 1e4.
 2. Models. LeNet-5 and the ViT (``codedcomputing.models``) on the device: the plain call
    ``model(X)`` on K images against the coded call ``decode(model(encode(X))[alive],
    alive)``, GCC spline decoder, (K, N) = (10, 50) and (100, 500), 20% stragglers; the
@@ -79,7 +81,7 @@ def bench_codes(sizes, width: int, repeats: int, device: torch.device) -> None:
     )
     print(
         f"{'code':<12} {'N':>8} {'K':>7} {'build s':>8} {'encode ms':>10} {'copy ms':>8} {'x copy':>7} "
-        f"{'1st dec ms':>11} {'decode ms':>10} {'copy ms':>8} {'x copy':>7}"
+        f"{'1st dec ms':>11} {'decode ms':>10} {'copy ms':>8} {'x copy':>7} {'arrival ms':>11}"
     )
     generator = torch.Generator(device=device).manual_seed(0)
     for num_workers in sizes:
@@ -99,7 +101,8 @@ def bench_codes(sizes, width: int, repeats: int, device: torch.device) -> None:
             print(
                 f"{name:<12} {num_workers:>8} {num_inputs:>7} {build:>8.2f} {ms['encode']:>10.3f} "
                 f"{ms['encode copy']:>8.3f} {ms['encode'] / ms['encode copy']:>7.1f} {1e3 * first:>11.2f} "
-                f"{ms['decode']:>10.3f} {ms['decode copy']:>8.3f} {ms['decode'] / ms['decode copy']:>7.1f}",
+                f"{ms['decode']:>10.3f} {ms['decode copy']:>8.3f} {ms['decode'] / ms['decode copy']:>7.1f} "
+                f"{ms['arrival']:>11.3f}",
                 flush=True,
             )
         del X, encode_copy, decode_copy
@@ -114,6 +117,8 @@ def time_code(code, X, alive: np.ndarray, copies, repeats: int) -> tuple[float, 
     coded = code.encode(X)  # the encoder's map copied to the device
     Y = torch.tanh(coded)[torch.as_tensor(alive, device=device)]
     first = timed(lambda: code.decode(Y, alive), device)
+    arrival = np.random.default_rng(alive.size).permutation(alive.size)  # results as they arrive
+    Y_arrival, alive_arrival = Y[torch.as_tensor(arrival, device=device)], alive[arrival]
     encode_copy, decode_copy = copies
     medians = interleaved(
         {
@@ -121,6 +126,7 @@ def time_code(code, X, alive: np.ndarray, copies, repeats: int) -> tuple[float, 
             "encode copy": lambda: encode_copy.copy_(coded),
             "decode": lambda: code.decode(Y, alive),
             "decode copy": lambda: decode_copy.copy_(Y),
+            "arrival": lambda: code.decode(Y_arrival, alive_arrival),
         },
         repeats,
         device,
