@@ -37,6 +37,7 @@ LAYERS = {
     "tuning": 4,
     "runtime": 5,
     "gradient_coding": 6,  # training with gradient codes runs on the runtime's clusters
+    "serving": 6,  # a query stream on replicas: schemes on the runtime's delay models and the codes
     "experiments": 7,
     "reproduce": 8,  # runs every experiment and reports on the papers' claims
     "cli": 9,

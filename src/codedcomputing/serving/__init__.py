@@ -1,0 +1,42 @@
+"""Serving a stream of queries on model replicas: schemes compared at equal resources.
+
+Queries arrive singly; R replicas each hold the model once and serve a FIFO queue. A scheme
+decides which tasks (calls of ``f``) a query becomes: none (load-balanced, no redundancy),
+replication, hedged requests, a systematic code over groups of queries, or learned parity
+models. :class:`SimulatedServer` runs any scheme on a virtual clock (discrete events), for
+many replicas and long streams; its :class:`ServingRecord` holds every query's latency and
+outcome, every replica's load, and the redundant work::
+
+    import codedcomputing as cc
+    from codedcomputing import serving
+
+    service = cc.runtime.delays.Bimodal(base=1.0, p=0.01, slowdown=10.0)
+    server = serving.SimulatedServer(15, service, seed=0)
+    arrivals = serving.poisson_arrivals(10_000, 0.5, 15, service, rng=1)
+    code = cc.BACC(10, 15, systematic=True)
+    for scheme in (serving.NoRedundancy(), serving.Hedge(1.2), serving.Coded(code, tau=1.2)):
+        print(server.run(scheme, arrivals).summary())
+
+The serving core knows nothing of threads, Ray or HTTP: backends and endpoints sit on top.
+"""
+
+from .records import OUTCOMES, ServingRecord
+from .schemes import SCHEMES, Coded, Hedge, NoRedundancy, ParM, Replication, Scheme, make_scheme
+from .server import BALANCERS, SimulatedServer, mean_service, poisson_arrivals
+
+__all__ = [
+    "BALANCERS",
+    "OUTCOMES",
+    "SCHEMES",
+    "Coded",
+    "Hedge",
+    "NoRedundancy",
+    "ParM",
+    "Replication",
+    "Scheme",
+    "ServingRecord",
+    "SimulatedServer",
+    "make_scheme",
+    "mean_service",
+    "poisson_arrivals",
+]

@@ -1,0 +1,464 @@
+"""How a query becomes tasks on the replicas: the schemes a server compares at equal resources.
+
+Every scheme is one object with a ``name`` and three hooks the server's event loop calls:
+``arrive(run, q)`` when query q arrives, ``timer(run, payload)`` when a timer it set fires, and
+``done(run, task)`` when one of its tasks finishes; ``outputs(record, inputs, f)`` computes
+the answers afterwards. A task is one call of ``f`` on one input on one replica.
+
+- :class:`NoRedundancy` (``"none"``): one task per query.
+- :class:`Replication` (``"replication"``): ``copies`` tasks per query on distinct replicas,
+  the first result wins. Integer copies only: a fractional rate would replicate a random
+  share of the queries, which is :class:`Hedge` with delay 0 on that share.
+- :class:`Hedge` (``"hedge"``): one task, and a backup on another replica if no answer came
+  ``delay`` seconds after dispatch; the backup's work counts only when it is sent and runs.
+- :class:`Coded` (``"coded"``): a systematic code (GCC, BACC or ManifoldGCC with
+  ``systematic=True``); queries form groups in arrival order.
+- :class:`ParM` (``"parm"``): learned parity models; groups of ``k`` queries and one parity
+  task each.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC
+from typing import ClassVar
+
+import numpy as np
+
+from .._validation import check_count, check_number
+from ..codes import Code
+
+__all__ = ["SCHEMES", "Coded", "Hedge", "NoRedundancy", "ParM", "Replication", "Scheme", "make_scheme"]
+
+# A task's role: the query's primary task, a replication copy, a hedge, a group's parity.
+PRIMARY, COPY, HEDGE, PARITY = 0, 1, 2, 3
+_DECODED = 3  # records.OUTCOMES.index("decoded")
+
+
+class Scheme(ABC):
+    """The common interface (module docstring). No checks are performed in the hooks."""
+
+    name: ClassVar[str]
+
+    def check(self, num_replicas: int) -> None:  # noqa: B027 - a hook
+        """Raise ValueError if this scheme cannot run on ``num_replicas`` replicas."""
+
+    def prepare(self, arrivals: np.ndarray) -> None:  # noqa: B027 - a hook
+        """Reset the per-run state before a run over ``arrivals``."""
+
+    def arrive(self, run, query: int) -> None:
+        run.submit(run.pick(), query, PRIMARY)
+
+    def timer(self, run, payload) -> None:  # noqa: B027 - a hook
+        """A timer this scheme set fired (none by default)."""
+
+    def done(self, run, task: int) -> None:
+        run.answer(run.t_query[task], run.outcome_of(task), run.t_replica[task])
+
+    def outputs(self, record, inputs, f):
+        """``(estimates, exact)`` of every query: ``f`` on its own input (all exact)."""
+        return _own_outputs(inputs, f), np.ones(record.num_queries, dtype=bool)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def _own_outputs(inputs, f, batch: int = 4096) -> np.ndarray:
+    """``f`` on every row of ``inputs``, in batches of ``batch`` rows."""
+    parts = [np.asarray(f(inputs[i : i + batch])) for i in range(0, inputs.shape[0], batch)]
+    out = np.concatenate(parts)
+    if out.shape[0] != inputs.shape[0]:
+        raise ValueError(f"f must return one row per input row, got {out.shape[0]} for {inputs.shape[0]}")
+    return out
+
+
+class NoRedundancy(Scheme):
+    """No redundancy: each query's one task goes to the replica the balancer picks."""
+
+    name = "none"
+
+
+class Replication(Scheme):
+    """``copies`` >= 2 tasks per query on distinct replicas; the first result answers it."""
+
+    name = "replication"
+
+    def __init__(self, copies: int = 2):
+        self.copies = check_count(copies, "copies", 2)
+
+    def check(self, num_replicas):
+        if self.copies > num_replicas:
+            raise ValueError(f"copies ({self.copies}) must be at most num_replicas ({num_replicas})")
+
+    def arrive(self, run, query):
+        used: set[int] = set()
+        for copy in range(self.copies):
+            replica = run.pick(used)
+            used.add(replica)
+            run.submit(replica, query, PRIMARY if copy == 0 else COPY)
+
+    def __repr__(self) -> str:
+        return f"Replication(copies={self.copies})"
+
+
+class Hedge(Scheme):
+    """A backup request to another replica ``delay`` seconds after dispatch, if unanswered by then.
+
+    Dean and Barroso's hedged requests (send the backup after about the p95 of the service
+    time); the first of the two results answers the query.
+    """
+
+    name = "hedge"
+
+    def __init__(self, delay: float):
+        self.delay = check_number(delay, "delay", low=0.0)
+
+    def check(self, num_replicas):
+        if num_replicas < 2:
+            raise ValueError(
+                f"hedge needs num_replicas >= 2 (a backup goes to another replica), got {num_replicas}"
+            )
+
+    def arrive(self, run, query):
+        run.submit(run.pick(), query, PRIMARY)
+        run.schedule(run.now + self.delay, query)
+
+    def timer(self, run, query):
+        if not run.answered(query):
+            first = run.t_replica[run.q_tasks[query][0]]
+            run.submit(run.pick((first,)), query, HEDGE)
+
+    def __repr__(self) -> str:
+        return f"Hedge(delay={self.delay:g})"
+
+
+def _groups(arrivals: np.ndarray, size: int, max_wait: float):
+    """``(group_of, members, close_at)``: queries in arrival order form groups of ``size``; a
+    group closes at its ``size``-th arrival or ``max_wait`` after its first, whichever is
+    first (an arrival exactly then starts the next group); the last group closes at the last
+    arrival when ``max_wait`` is infinite. No checks are performed."""
+    group_of = np.empty(arrivals.size, dtype=np.int64)
+    members: list[list[int]] = []
+    close_at: list[float] = []
+    times = arrivals.tolist()
+    for q, t in enumerate(times):
+        if not members or len(members[-1]) == size or t >= times[members[-1][0]] + max_wait:
+            if members:
+                close_at.append(_close(members[-1], times, size, max_wait))
+            members.append([])
+        members[-1].append(q)
+        group_of[q] = len(members) - 1
+    close_at.append(_close(members[-1], times, size, max_wait))
+    return group_of, members, close_at
+
+
+def _close(group: list[int], times: list[float], size: int, max_wait: float) -> float:
+    if len(group) == size or math.isinf(max_wait):
+        return times[group[-1]]
+    return times[group[0]] + max_wait
+
+
+class _Grouped(Scheme):
+    """Shared by the schemes whose queries form groups with parity tasks."""
+
+    group_size: int
+    max_group_wait: float
+
+    def num_parities(self, size: int) -> int:
+        raise NotImplementedError
+
+    def prepare(self, arrivals):
+        self.group_of, self.members, self.close_at = _groups(arrivals, self.group_size, self.max_group_wait)
+        self.position = np.empty(arrivals.size, dtype=np.int64)
+        for group in self.members:
+            self.position[group] = np.arange(len(group))
+        count = len(self.members)
+        self.closed = [False] * count
+        self.unanswered = [len(group) for group in self.members]
+        self.arrived: list[list[int]] = [[] for _ in range(count)]  # positions; parity j is m + j
+        self.parity_tasks: list[list[int]] = [[] for _ in range(count)]
+        self.decode_alive: dict[int, tuple[int, ...]] = {}  # query -> its group's results at its decode
+
+    def arrive(self, run, query):
+        group = int(self.group_of[query])
+        members = self.members[group]
+        run.submit(run.pick(), query, PRIMARY, group)
+        if query == members[-1] and self.close_at[group] <= run.now:
+            self._close(run, group)
+        elif query == members[0] and self.close_at[group] > run.arrivals[members[-1]]:
+            run.schedule(self.close_at[group], ("close", group))  # a group the wait closes
+
+    def timer(self, run, payload):
+        kind, which = payload
+        if kind == "close":
+            self._close(run, which)
+        else:
+            self._deadline(run, which)
+
+    def _close(self, run, group):
+        self.closed[group] = True
+        # apart from each other and from the group's own tasks still queued or running
+        used = {
+            run.t_replica[run.q_tasks[q][0]] for q in self.members[group] if run.pending(run.q_tasks[q][0])
+        }
+        for j in range(self.num_parities(len(self.members[group]))):
+            replica = run.pick(used)
+            used.add(replica)
+            self.parity_tasks[group].append(run.submit(replica, -1, PARITY, group, j))
+        self._closed(run, group)
+
+    def _closed(self, run, group):
+        """The group just closed and its parities are out."""
+
+    def _deadline(self, run, query):
+        """A query's deadline fired (schemes with one)."""
+
+    def done(self, run, task):
+        group = run.t_group[task]
+        query = run.t_query[task]
+        if query >= 0:
+            self.arrived[group].append(int(self.position[query]))
+            if run.answer(query, run.outcome_of(task), run.t_replica[task]):
+                self._answered(run, group)
+        else:
+            self.arrived[group].append(len(self.members[group]) + run.t_index[task])
+        if self.closed[group] and self.unanswered[group]:
+            self._try_decode(run, group)
+
+    def _answered(self, run, group):
+        self.unanswered[group] -= 1
+        if not self.unanswered[group] and run.cancel_useless:
+            for task in self.parity_tasks[group]:
+                run.cancel(task)
+
+    def _try_decode(self, run, group):
+        raise NotImplementedError
+
+    def _decode(self, run, group, queries):
+        """Answer ``queries`` of ``group`` by a decode of the results arrived so far."""
+        alive = tuple(self.arrived[group])
+        for query in queries:
+            if run.answer(query, _DECODED, -1):
+                self.decode_alive[query] = alive
+                self._answered(run, group)
+
+    def _decodes(self, record):
+        """``{(group, alive): [queries]}``: the decodes the answers need, one per group and set."""
+        needed: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+        for query, alive in self.decode_alive.items():
+            if record.outcome[query] == _DECODED:
+                needed.setdefault((int(self.group_of[query]), alive), []).append(query)
+        return needed
+
+
+class Coded(_Grouped):
+    r"""A systematic code over groups of ``K`` queries: each query's own task at its arrival,
+    the group's ``N - K`` parity tasks at its close, a decode for the stragglers.
+
+    A group closes at its K-th query or ``max_group_wait`` seconds after its first; its
+    inputs are then encoded and the parity tasks dispatched (to replicas apart from each
+    other and from the group's tasks still queued or running). Query q is answered by the
+    first of
+
+    - its own (systematic) task's result: ``f(x_q)``, exact;
+    - a decode of its group from every result of the group arrived by then (systematic and
+      parity), once the group is closed and holds at least the code's ``min_results``
+      results, and either ``tau`` seconds have passed since q's arrival or ``wait_for``
+      results of the group are in (``None``: no early decode). A query whose deadline
+      finds too few results is decoded at the result that makes it possible.
+
+    That is :meth:`~codedcomputing.runtime.CodedExecutor.run_queries`' rule per query, its
+    clock starting at the query's own dispatch: with a whole group arriving at once on idle
+    replicas the two coincide. (A deadline counted from the group's close would decode the
+    group's last query before its own result could be back.) ``tau = 0`` decodes at the
+    close whatever is in; ``math.inf`` with ``wait_for=None`` never decodes.
+
+    A group closed with m < K queries uses the same code built for ``m`` inputs and
+    ``m + N - K`` workers (``type(code)(**code.get_params())`` with those counts, cached),
+    so the parity count stays ``N - K``, its points the code's family's for those counts
+    (explicit ``alpha`` and ``beta`` are not carried over). ManifoldGCC lays out each decoded group afresh
+    (:meth:`~codedcomputing.codes.Code.bind`). Answers: each decoded query gets row q of
+    ``code.decode`` on its group's results at its decode, ``exact`` as the decode reports.
+    """
+
+    name = "coded"
+
+    def __init__(
+        self, code: Code, tau: float, *, max_group_wait: float = math.inf, wait_for: int | None = None
+    ):
+        if not isinstance(code, Code):
+            raise ValueError(f"code must be a codedcomputing code, got {code!r}")
+        if code.get_params().get("systematic") is not True:
+            raise ValueError(
+                f"code must be systematic (GCC, BACC or ManifoldGCC with systematic=True): a "
+                f"non-systematic code would hold every query until its group's decode, got {code!r}"
+            )
+        if code.num_inputs > code.num_workers:
+            raise ValueError(
+                f"code needs num_inputs <= num_workers, got {code.num_inputs} > {code.num_workers}"
+            )
+        self.code = code
+        self.group_size = code.num_inputs
+        self.parities = code.num_workers - code.num_inputs
+        self.tau = check_number(tau, "tau", low=0.0, allow_inf=True)
+        self.max_group_wait = check_number(
+            max_group_wait, "max_group_wait", low=0.0, low_open=True, allow_inf=True
+        )
+        if wait_for is not None:
+            wait_for = check_count(wait_for, "wait_for", max(1, code.min_results), code.num_workers)
+        self.wait_for = wait_for
+        self._codes: dict[int, Code] = {code.num_inputs: code}
+
+    def code_for(self, size: int) -> Code:
+        """The code of a group of ``size`` queries (this scheme's ``code`` for a full group)."""
+        if size not in self._codes:
+            params = dict(self.code.get_params(), num_inputs=size, num_workers=size + self.parities)
+            for points in ("alpha", "beta"):  # the family's points for the new counts
+                if points in params:
+                    params[points] = None
+            try:
+                self._codes[size] = type(self.code)(**params)
+            except (TypeError, ValueError) as err:
+                raise ValueError(
+                    f"a group closed with {size} queries, and {type(self.code).__name__} cannot be "
+                    f"built for {size} inputs and {size + self.parities} workers ({err}): use "
+                    "max_group_wait=math.inf"
+                ) from None
+        return self._codes[size]
+
+    def num_parities(self, size):
+        return self.parities
+
+    def prepare(self, arrivals):
+        super().prepare(arrivals)
+        self.min_results = [self.code_for(len(group)).min_results for group in self.members]
+        self.due: list[list[int]] = [[] for _ in self.members]
+
+    def arrive(self, run, query):
+        super().arrive(run, query)
+        if math.isfinite(self.tau):
+            run.schedule(run.now + self.tau, ("deadline", query))
+
+    def _closed(self, run, group):
+        if self.unanswered[group]:
+            self._try_decode(run, group)
+
+    def _deadline(self, run, query):
+        if not run.answered(query):
+            group = int(self.group_of[query])
+            self.due[group].append(query)
+            if self.closed[group]:
+                self._try_decode(run, group)
+
+    def _try_decode(self, run, group):
+        count = len(self.arrived[group])
+        if count < self.min_results[group]:
+            return
+        if self.wait_for is not None and count >= self.wait_for:
+            self._decode(run, group, self.members[group])
+        elif self.due[group]:
+            self._decode(run, group, self.due[group])
+            self.due[group] = []
+
+    def outputs(self, record, inputs, f):
+        own = _own_outputs(inputs, f)
+        estimates = own.astype(np.result_type(own.dtype, np.float64), copy=True)
+        exact = record.outcome != _DECODED
+        needed = self._decodes(record)
+        bound, parity_rows, offset = {}, [], {}
+        total = 0
+        for group in {group for group, _ in needed}:  # encode, then one f call over all parities
+            members = self.members[group]
+            code = self.code_for(len(members)).bind(inputs[members])
+            workers = np.flatnonzero(np.asarray(code.systematic_inputs) < 0)
+            bound[group] = (code, workers)
+            offset[group] = total
+            parity_rows.append(np.asarray(code.encode(inputs[members]))[workers])
+            total += workers.size
+        parity_out = _own_outputs(np.concatenate(parity_rows), f) if parity_rows else None
+        for (group, alive), queries in needed.items():
+            members = self.members[group]
+            code, workers = bound[group]
+            m = len(members)
+            rows = [own[members[i]] if i < m else parity_out[offset[group] + i - m] for i in alive]
+            workers_alive = [int(code.systematic_workers[i]) if i < m else int(workers[i - m]) for i in alive]
+            result = code.decode_details(np.stack(rows), np.array(workers_alive))
+            positions = self.position[queries]
+            estimates[queries] = np.asarray(result.estimates)[positions]
+            exact[queries] = np.asarray(result.info["exact"])[positions]
+        return estimates, exact
+
+    def __repr__(self) -> str:
+        return (
+            f"Coded({self.code!r}, tau={self.tau:g}, max_group_wait={self.max_group_wait:g}, "
+            f"wait_for={self.wait_for})"
+        )
+
+
+class ParM(_Grouped):
+    """Learned parity models (Kosaian et al., SOSP 2019): groups of ``k`` queries, one parity task.
+
+    A group closes at its k-th query or ``max_group_wait`` after its first; its parity task
+    then runs the parity model on the encoded group. One missing query is decoded as soon as
+    the parity's result and every other member's result are in:
+    ``F(x_j) ~ F_P(P) - sum_{i != j} F(x_i)`` (:func:`codedcomputing.models.parity.reconstruct`);
+    with two or more missing, each waits for its own result. A short group is padded with
+    zero inputs for the parity model, their outputs ``f(0)`` known to the frontend.
+
+    ``parity_f``: the parity model as a batch function over groups ``(G, k, ...) -> (G, ...)``
+    (:func:`codedcomputing.models.parity.parity_function`); needed only for answers.
+    """
+
+    name = "parm"
+
+    def __init__(self, k: int, *, max_group_wait: float = math.inf, parity_f=None):
+        self.group_size = check_count(k, "k", 1)
+        self.max_group_wait = check_number(
+            max_group_wait, "max_group_wait", low=0.0, low_open=True, allow_inf=True
+        )
+        if parity_f is not None and not callable(parity_f):
+            raise ValueError(f"parity_f must be a batch callable over groups, got {parity_f!r}")
+        self.parity_f = parity_f
+
+    def num_parities(self, size):
+        return 1
+
+    def _try_decode(self, run, group):
+        m = len(self.members[group])
+        if self.unanswered[group] == 1 and m in self.arrived[group]:  # the parity (position m) is in
+            self._decode(run, group, self.members[group])
+
+    def outputs(self, record, inputs, f):
+        own = _own_outputs(inputs, f)
+        estimates = own.astype(np.result_type(own.dtype, np.float64), copy=True)
+        exact = record.outcome != _DECODED
+        decoded = sorted(self._decodes(record).items())
+        if not decoded:
+            return estimates, exact
+        if self.parity_f is None:
+            raise ValueError("ParM needs parity_f to compute decoded answers")
+        k = self.group_size
+        padded = np.zeros((len(decoded), k, *inputs.shape[1:]), dtype=inputs.dtype)
+        filler = _own_outputs(np.zeros((1, *inputs.shape[1:]), dtype=inputs.dtype), f)[0]
+        for i, ((group, _), _) in enumerate(decoded):
+            padded[i, : len(self.members[group])] = inputs[self.members[group]]
+        parity_out = np.asarray(self.parity_f(padded))
+        for i, ((group, _), (missing,)) in enumerate(decoded):
+            others = [own[q] for q in self.members[group] if q != missing] + [filler] * (
+                k - len(self.members[group])
+            )
+            estimates[missing] = parity_out[i] - np.sum(others, axis=0) if others else parity_out[i]
+        return estimates, exact
+
+    def __repr__(self) -> str:
+        return f"ParM(k={self.group_size}, max_group_wait={self.max_group_wait:g})"
+
+
+SCHEMES = {scheme.name: scheme for scheme in (NoRedundancy, Replication, Hedge, Coded, ParM)}
+
+
+def make_scheme(name: str, **options) -> Scheme:
+    """The scheme called ``name`` (a key of :data:`SCHEMES`) built with ``options``."""
+    if name not in SCHEMES:
+        raise ValueError(f"scheme must be one of {sorted(SCHEMES)}, got {name!r}")
+    return SCHEMES[name](**options)
