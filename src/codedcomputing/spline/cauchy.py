@@ -194,10 +194,11 @@ class CauchySum:
         self._up = self._down.T.copy()  # (p, 2p): children's charges -> parent's
         # interactions with the box `offset` boxes away, for unit boxes: 1 / (z - t)
         self._offsets = (-3, -2, 2, 3)
-        self._interactions = np.concatenate(
+        unit = np.concatenate(
             [1.0 / ((nodes[:, None] - nodes[None, :]) / 2 - offset) for offset in self._offsets], axis=1
-        )  # (p, 4p)
-        for matrix in (self._down, self._up, self._interactions):
+        )  # (p, 4p), for boxes of width 1; a box of width w: / w
+        self._interactions = {level: unit * (2**level / self._width) for level in range(2, levels + 1)}
+        for matrix in (self._down, self._up, *self._interactions.values()):
             matrix.flags.writeable = False
 
     # -- applying ------------------------------------------------------------------------
@@ -219,8 +220,9 @@ class CauchySum:
     def _fmm(self, flat, product):
         p, levels = self.order, self.levels
         d = flat.shape[1]
+        extended = _Blocks.extend(flat)
         charges = [None] * (levels + 1)  # per level: (p, boxes, d)
-        charges[levels] = self._charges(flat).reshape(p, 2**levels, d)
+        charges[levels] = self._charges.product(extended)[:-1].reshape(p, 2**levels, d)
         for level in range(levels, 2, -1):
             boxes = 2**level
             children = charges[level].reshape(p, boxes // 2, 2, d)
@@ -238,12 +240,13 @@ class CauchySum:
                     shifted[i, :, lo:hi:2] = source[:, lo + offset : hi + offset : 2]
                 else:
                     shifted[i, :, lo:hi] = source[:, lo + offset : hi + offset]
-            here = product(self._interactions, shifted.reshape(4 * p, boxes, d)) * (2**level / self._width)
+            here = product(self._interactions[level], shifted.reshape(4 * p, boxes, d))
             if field is not None:
                 down = product(self._down, field).reshape(2, p, boxes // 2, d)
                 here = here + _stack_children(down, flat)
             field = here
-        return self._fields(field.reshape(p * 2**levels, d)) + self._near(flat)
+        out = self._fields.product(_Blocks.extend(field.reshape(p * 2**levels, d)))
+        return self._near.product(extended, out)[:-1]
 
 
 def _equal_pairs(targets: np.ndarray, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -266,8 +269,8 @@ def _padded(size: int) -> int:
 class _Blocks:
     """A sparse ``(rows, cols)`` matrix held as dense blocks: group g maps the entries
     ``cols_g`` of the input to the entries ``rows_g`` of the output (every output entry in at
-    most one group). Groups are padded to powers of two in each dimension and stacked by
-    padded shape, so a product is one batched matrix product per shape (BLAS) rather than a
+    most one group). Groups are padded to a quarter octave in each dimension where their sizes
+    differ, and stacked by padded shape, so a product is one batched matrix product per shape (BLAS) rather than a
     sparse product (several times slower per multiply-add here). ``values(rows, cols)``
     returns the ``(count, r, c)`` blocks of a stack; padding is zeroed after it, and entries
     it returns as inf or NaN are zeroed too."""
@@ -298,25 +301,37 @@ class _Blocks:
                 array.flags.writeable = False
             self.stacks.append((rows, cols, block))
 
-    def __call__(self, x):
-        """``matrix @ x`` for a 2-D ``x`` (numpy, or torch on any device; autograd follows)."""
-        d = x.shape[1]
+    @staticmethod
+    def extend(x):
+        """``x`` (2-D) with a row of zeros appended: what padded columns read."""
         if _arraylib.is_torch(x):
             import torch
 
-            extended = torch.cat([x, x.new_zeros((1, d))])
-            out = x.new_zeros((self.shape[0] + 1, d))
+            return torch.cat([x, x.new_zeros((1, x.shape[1]))])
+        return np.concatenate([x, np.zeros((1, x.shape[1]), dtype=x.dtype)])
+
+    def product(self, extended, out=None):
+        """``matrix @ x`` for ``extended = extend(x)``, with one more row (scratch for the
+        padding) at the end, added to ``out`` (such a result) when given. numpy, or torch on
+        any device (autograd follows)."""
+        d = extended.shape[1]
+        if _arraylib.is_torch(extended):
+            import torch
+
+            if out is None:
+                out = extended.new_zeros((self.shape[0] + 1, d))
             for rows, cols, block in self.stacks:
-                rows_t = _arraylib.device_copies.get(rows, torch.int64, x.device)
-                cols_t = _arraylib.device_copies.get(cols, torch.int64, x.device)
-                block_t = _arraylib.device_copies.get(block, x.dtype, x.device)
-                out = out.index_put((rows_t,), torch.matmul(block_t, extended[cols_t]))
-            return out[:-1]
-        extended = np.concatenate([x, np.zeros((1, d), dtype=x.dtype)])
-        out = np.zeros((self.shape[0] + 1, d), dtype=np.result_type(x.dtype, np.float64))
+                rows_t = _arraylib.device_copies.get(rows, torch.int64, extended.device)
+                cols_t = _arraylib.device_copies.get(cols, torch.int64, extended.device)
+                block_t = _arraylib.device_copies.get(block, extended.dtype, extended.device)
+                values = torch.matmul(block_t, extended[cols_t])
+                out = out.index_put((rows_t,), values, accumulate=True)
+            return out
+        if out is None:
+            out = np.zeros((self.shape[0] + 1, d), dtype=extended.dtype)
         for rows, cols, block in self.stacks:
-            out[rows] = np.matmul(block, extended[cols])
-        return out[:-1]
+            out[rows] += np.matmul(block, extended[cols])
+        return out
 
 
 def _numpy_product(matrix, x):
