@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -41,6 +41,10 @@ class ServingRecord:
     (copies, hedges, parities); ``extra_load = redundant_s / (work_s - redundant_s)``;
     ``redundant_tasks`` such tasks started; ``cancelled`` tasks cancelled before they started
     (they cost nothing). ``horizon_s``: the last completion (the run drains every queue).
+
+    ``tasks``: every task, arrays in dispatch order: ``replica``, ``query`` (-1 for a parity),
+    ``group``, ``role`` (0 primary, 1 copy, 2 hedge, 3 parity), ``index`` (a parity's number in
+    its group), ``dispatched``, ``started`` and ``service`` (NaN for a cancelled task).
     """
 
     scheme: str
@@ -61,6 +65,7 @@ class ServingRecord:
     redundant_tasks: int
     cancelled: int
     horizon_s: float
+    tasks: dict = field(default_factory=dict)
     estimates: object = None
 
     @property

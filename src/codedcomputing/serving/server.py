@@ -254,6 +254,7 @@ class _Run:
         self.t_index: list[int] = []  # the scheme's own number (a parity's index in its group)
         self.t_state: list[int] = []
         self.t_start: list[float] = []
+        self.t_dispatch: list[float] = []
         self.t_service: list[float] = []
         # replicas
         r = num_replicas
@@ -312,6 +313,7 @@ class _Run:
         self.t_index.append(index)
         self.t_state.append(_QUEUED)
         self.t_start.append(math.nan)
+        self.t_dispatch.append(self.now)
         self.t_service.append(0.0)
         if query >= 0:
             self.q_tasks[query].append(task)
@@ -438,4 +440,14 @@ class _Run:
             redundant_tasks=int(np.sum(ran & (role != PRIMARY))),
             cancelled=self.cancelled,
             horizon_s=horizon,
+            tasks={
+                "replica": np.array(self.t_replica, dtype=np.int64),
+                "query": queries,
+                "group": np.array(self.t_group, dtype=np.int64),
+                "role": role,
+                "index": np.array(self.t_index, dtype=np.int64),
+                "dispatched": np.array(self.t_dispatch),
+                "started": started,
+                "service": np.where(ran, service, np.nan),
+            },
         )
