@@ -125,6 +125,14 @@ class CodedExecutor:
     known; results of another shape are then failures. Without it, the shape most arrived
     results share is used (:meth:`Cluster.gather`): declare it when waiting for very few
     results.
+
+    Torch tensors on a device (CUDA) stay there: the coded inputs, the workers' results,
+    their stacking and a decode by a cached map run on the device, and the estimates come
+    back on it. What reads from the device: one bool per checked array (the inputs, each
+    worker's output, the gathered results: whether all are finite), and the decoders that
+    fit weights to the results (GCC's adaptive and gap-aware blends, ``lambda_dec="gcv"``,
+    :class:`~codedcomputing.RobustGCC`), which compute on the host; a batch-adaptive code
+    (:class:`~codedcomputing.ManifoldGCC`) lays out each batch on the host at ``bind``.
     """
 
     def __init__(self, code: Code, f: Callable, cluster: Cluster, *, output_shape=None):
