@@ -35,6 +35,21 @@ def test_two_replicas_with_deterministic_service_queue_as_computed_by_hand():
     assert record.mean_load.sum() * record.horizon_s == pytest.approx(6.5)
     assert record.counts() == {"own": 5, "replica": 0, "hedge": 0, "decoded": 0}
     assert record.extra_load == 0.0 and record.exact.all()
+    assert record.load_trace is None
+
+
+def test_the_load_trace_integrates_to_the_mean_load():
+    service = ShiftedExponential(scale=0.5, rate=1.0)
+    arrivals = serving.poisson_arrivals(500, 0.7, 3, service, rng=1)
+    record = serving.SimulatedServer(3, service, seed=2).run(serving.Hedge(1.0), arrivals, trace_load=True)
+    trace = record.load_trace
+    assert np.all(np.diff(trace["time"]) >= 0)
+    for r in range(3):
+        mine = trace["replica"] == r
+        times, loads = trace["time"][mine], trace["load"][mine]
+        area = np.sum(loads[:-1] * np.diff(times))
+        assert area == pytest.approx(record.mean_load[r] * record.horizon_s)
+        assert loads.max() == record.max_load[r] and loads[-1] == 0
 
 
 def test_a_hedge_goes_out_after_its_delay_and_its_work_counts():

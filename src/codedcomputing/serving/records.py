@@ -45,6 +45,8 @@ class ServingRecord:
     ``tasks``: every task, arrays in dispatch order: ``replica``, ``query`` (-1 for a parity),
     ``group``, ``role`` (0 primary, 1 copy, 2 hedge, 3 parity), ``index`` (a parity's number in
     its group), ``dispatched``, ``started`` and ``service`` (NaN for a cancelled task).
+    ``load_trace`` (runs with ``trace_load=True``): every change of a replica's load, arrays
+    ``time``, ``replica`` and ``load`` (the load from that time on), in time order.
     """
 
     scheme: str
@@ -66,6 +68,7 @@ class ServingRecord:
     cancelled: int
     horizon_s: float
     tasks: dict = field(default_factory=dict)
+    load_trace: dict | None = None
     estimates: object = None
 
     @property

@@ -197,11 +197,15 @@ class _Grouped(Scheme):
 
     def _close(self, run, group):
         self.closed[group] = True
-        # apart from each other and from the group's own tasks still queued or running
+        # apart from each other, and from the group's own tasks still queued or running while
+        # enough replicas remain for that (a parity behind the task it covers is of no use)
+        count = self.num_parities(len(self.members[group]))
         used = {
             run.t_replica[run.q_tasks[q][0]] for q in self.members[group] if run.pending(run.q_tasks[q][0])
         }
-        for j in range(self.num_parities(len(self.members[group]))):
+        if len(used) + count > run.num_replicas:
+            used = set()
+        for j in range(count):
             replica = run.pick(used)
             used.add(replica)
             self.parity_tasks[group].append(run.submit(replica, -1, PARITY, group, j))

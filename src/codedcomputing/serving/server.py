@@ -129,14 +129,15 @@ class SimulatedServer:
         self.cancel = check_flag(cancel, "cancel")
         self.seed = check_seed(seed, "seed")
 
-    def run(self, scheme: Scheme, arrivals, *, inputs=None, f=None) -> ServingRecord:
+    def run(self, scheme: Scheme, arrivals, *, inputs=None, f=None, trace_load=False) -> ServingRecord:
         """Serve one query per entry of ``arrivals`` (sorted virtual seconds) with ``scheme``.
 
         With ``inputs`` (``(Q, ...)``, row q the query arriving at ``arrivals[q]``) and ``f``
         (a batch callable), the record holds the answers: ``f`` on the queries' own inputs
         (one batched pass over all of them: the clock is virtual, so when ``f`` runs does not
         matter), and each decoded query's decode from exactly the results its group had when
-        it was decoded. Without them the run is timing only.
+        it was decoded. Without them the run is timing only. ``trace_load=True`` records every
+        change of a replica's load (``record.load_trace``).
         """
         if not isinstance(scheme, Scheme):
             raise ValueError(f"scheme must be a codedcomputing.serving scheme, got {scheme!r}")
@@ -162,6 +163,7 @@ class SimulatedServer:
             self.balancer,
             self.cancel,
             arrivals,
+            check_flag(trace_load, "trace_load"),
         )
         scheme.prepare(arrivals)
         run.simulate(scheme)
@@ -238,8 +240,9 @@ class _Run:
     """One run's state and the event loop. Schemes call ``pick``, ``submit``, ``cancel``,
     ``answer`` and ``schedule``; no checks are performed."""
 
-    def __init__(self, num_replicas, draws, uniform, balancer, cancel, arrivals):
+    def __init__(self, num_replicas, draws, uniform, balancer, cancel, arrivals, trace_load=False):
         self.num_replicas, self.draws, self.uniform = num_replicas, draws, uniform
+        self.trace: list | None = [] if trace_load else None
         self.jsq = balancer == "jsq"
         self.cancel_useless = cancel
         self.arrivals = arrivals
@@ -359,6 +362,8 @@ class _Run:
         self.load[replica] += change
         if self.load[replica] > self.max_load[replica]:
             self.max_load[replica] = self.load[replica]
+        if self.trace is not None and change:
+            self.trace.append((self.now, replica, self.load[replica]))
 
     def _start(self, replica: int, task: int) -> None:
         service = self.draws.next(replica)
@@ -440,6 +445,13 @@ class _Run:
             redundant_tasks=int(np.sum(ran & (role != PRIMARY))),
             cancelled=self.cancelled,
             horizon_s=horizon,
+            load_trace=None
+            if self.trace is None
+            else {
+                "time": np.array([t for t, _, _ in self.trace]),
+                "replica": np.array([r for _, r, _ in self.trace], dtype=np.int64),
+                "load": np.array([n for _, _, n in self.trace], dtype=np.int64),
+            },
             tasks={
                 "replica": np.array(self.t_replica, dtype=np.int64),
                 "query": queries,
