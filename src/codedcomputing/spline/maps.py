@@ -39,7 +39,6 @@ DENSE_FRACTION = 0.25
 SMALL_MAP = 4096  # maps with at most this many entries are built dense directly
 
 
-
 class SmoothingMap:
     """``Y -> spline(knots, Y, lam)(points)`` applied to numpy arrays or torch tensors.
 
@@ -156,6 +155,11 @@ _COST = {
     "solve0": 7.0e-9,
     "evaluate": 5.0e-9,
     "convert": 1.0e-9,
+    # the banded route on a device tensor: per call the copies to the host and back (each a
+    # sync), per value crossing (Y in, the estimates out) ~8 bytes over PCIe. Estimates, not
+    # measured here (no GPU); benchmarks/bench_gpu.py prints the first and warm decodes.
+    "device_call": 4.0e-5,
+    "device_value": 1.0e-9,
 }
 
 # Decay of a smoothing spline's weights per knot: ln(1 / (2 - sqrt 3)) = 1.317 for the
@@ -269,6 +273,8 @@ class DecodeCosts:
     applying it per column, and the entries it stores. ``banded_factor``, ``banded_column``:
     factorising the Reinsch system once, then per column a banded solve, the evaluation at
     the points and the conversions to float64 and back. ``call``: per call, either way.
+    ``values``: the rows a banded call on a device copies to the host and back (knots and
+    points).
     """
 
     map_build: float
@@ -278,12 +284,16 @@ class DecodeCosts:
     banded_column: float
     map_call: float = _COST["map_call"]
     banded_call: float = _COST["banded_call"]
+    values: int = 0
 
     def map_seconds(self, width: int, built: bool = False) -> float:
         return (0.0 if built else self.map_build) + self.map_call + self.map_column * width
 
-    def banded_seconds(self, width: int, factored: bool = False) -> float:
-        return (0.0 if factored else self.banded_factor) + self.banded_call + self.banded_column * width
+    def banded_seconds(self, width: int, factored: bool = False, device: bool = False) -> float:
+        seconds = (0.0 if factored else self.banded_factor) + self.banded_call + self.banded_column * width
+        if device:  # Y on a device: the copies to the host and back
+            seconds += _COST["device_call"] + _COST["device_value"] * self.values * width
+        return seconds
 
 
 def predict_decode_costs(knots: np.ndarray, lam: float, points: np.ndarray) -> DecodeCosts:
@@ -322,7 +332,9 @@ def predict_decode_costs(knots: np.ndarray, lam: float, points: np.ndarray) -> D
     factor = c["banded_factor" + zero] + c["banded_knot" + zero] * n
     banded_column = c["solve" + zero] * n + c["evaluate"] * num_points + c["convert"] * (n + num_points)
     call = c["banded_call" + zero]
-    return DecodeCosts(float(build), column, entries, factor, banded_column, banded_call=call)
+    return DecodeCosts(
+        float(build), column, entries, factor, banded_column, banded_call=call, values=n + num_points
+    )
 
 
 class BandedFit:
@@ -381,9 +393,10 @@ class SplineDecoder:
     than :data:`MAX_MAP_ENTRIES` entries are never built.
 
     ``route="map"`` or ``"banded"`` forces one. Torch tensors that require grad always take
-    the map (the banded route computes on the host, outside autograd), and so do tensors on a
-    device (CUDA) unless the map is too large to build: the banded route would copy them to
-    the host and back, the map is copied to the device once and applied there. Thread-safe: the
+    the map (the banded route computes on the host, outside autograd). For tensors on a device
+    (CUDA) the banded route's copies to the host and back count in its cost, and a built map
+    is always taken (copied to the device once, applied there): a decoder reused on a device
+    ends with its map there, and no host round trip. Thread-safe: the
     parts are built once, under locks; the map's build does not block banded calls.
     """
 
@@ -415,16 +428,19 @@ class SplineDecoder:
     def map_allowed(self) -> bool:
         return self._map is not None or self.costs.map_entries <= MAX_MAP_ENTRIES
 
-    def plan(self, width: int) -> str:
-        """The route a call with ``width`` columns would take now: ``"map"`` or ``"banded"``."""
-        return self._plan(int(width), record=False)
+    def plan(self, width: int, device: bool = False) -> str:
+        """The route a call with ``width`` columns would take now: ``"map"`` or ``"banded"``;
+        ``device``: for results on a device (CUDA)."""
+        return self._plan(int(width), record=False, device=device)
 
-    def _plan(self, width: int, record: bool) -> str:
+    def _plan(self, width: int, record: bool, device: bool = False) -> str:
         if self.route != "auto":
             return self.route
         costs = self.costs
         with self._lock:
-            banded = costs.banded_seconds(width, factored=self._banded is not None)
+            if device and self._map is not None:  # built: applied on the device, no round trip
+                return "map"
+            banded = costs.banded_seconds(width, factored=self._banded is not None, device=device)
             if not self.map_allowed:
                 return "banded"
             built = self._map is not None
@@ -433,7 +449,9 @@ class SplineDecoder:
             if remaining + costs.map_seconds(width, built=True) <= banded:
                 return "map"
             if record:
-                saving = costs.banded_seconds(width, factored=True) - costs.map_seconds(width, built=True)
+                saving = costs.banded_seconds(width, factored=True, device=device) - costs.map_seconds(
+                    width, built=True
+                )
                 self._regret += max(0.0, saving)
             return "banded"
 
@@ -466,12 +484,12 @@ class SplineDecoder:
         return self.smoothing_map.matrix
 
     def __call__(self, y):
-        if _arraylib.is_torch(y) and (
-            _arraylib.requires_grad(y)
-            or (self.route != "banded" and not _arraylib.on_host(y) and self.map_allowed)
-        ):
-            return self.smoothing_map(y)
+        device = False
+        if _arraylib.is_torch(y):
+            if _arraylib.requires_grad(y):
+                return self.smoothing_map(y)
+            device = not _arraylib.on_host(y)
         width = int(np.prod(tuple(y.shape[1:]), dtype=np.int64))
-        if self._plan(width, record=True) == "map":
+        if self._plan(width, record=True, device=device) == "map":
             return self.smoothing_map(y)
         return self.banded(y)
