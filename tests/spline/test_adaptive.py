@@ -299,14 +299,14 @@ def test_a_sampled_weight_reads_only_its_rows_and_ignores_the_knots_order():
 
 
 @pytest.mark.parametrize("n", [30, 200])
-def test_dense_and_recurrence_paths_give_the_exact_weight(n):
-    """Few knots: the residuals as one dense product; more: the tridiagonal recurrence. Both
-    exact for results up to the sketch width."""
+def test_the_recurrence_gives_the_exact_weight(n):
+    """Up to twice LOO_KNOTS knots every call solves for the residuals at every knot (no
+    matrix of them is built): exact for results up to the sketch width."""
     rng = np.random.default_rng(n)
     t = np.sort(rng.uniform(-1, 1, n))
     y = np.sin(rng.uniform(1, 5, 7) * t[:, None]) + np.abs(t[:, None] - 0.1)
     decoder = AdaptiveInterpolant(t, np.zeros(2))
-    assert (decoder.residual_rows is not None) == (n <= 64)
+    assert decoder.residual_rows is None
     expected = blend_weight(linear_loo_residuals(t, y), cubic_loo_residuals(t, y))
     assert decoder.weight(y) == pytest.approx(expected, rel=1e-12)
 

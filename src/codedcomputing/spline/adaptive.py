@@ -22,7 +22,9 @@ and ``K_jj`` needs only three diagonals of ``R^{-1}``, which the forward and the
 ``LDL^T`` factorisations of the tridiagonal ``R`` give in ``O(n)`` (the inverse's diagonal
 is ``1 / (d_fwd + d_bwd - diag R)``; its off-diagonals follow from the factor).
 
-Few knots (at most :data:`DENSE_LOO_KNOTS`): both residuals are one dense product. Many
+A call solves for both residuals at every knot, ``O(n d)``, as the fit itself does (a
+dense matrix of them, built once per set of knots, cost more than the solve it saved in a
+decoder used once: a new alive set at every decode, as a serving master sees). Many
 more knots than points (more than twice ``count = max(LOO_KNOTS, len(points))`` interior
 ones): theta's two sums are estimated on a weighted sample of the interior knots, fixed per
 set of knots (:func:`_sampled_rows`): the knots beside the widest brackets (gaps, whose
@@ -56,8 +58,6 @@ __all__ = ["AdaptiveInterpolant", "blend_weight", "cubic_loo_residuals", "linear
 # reaches ~25 knots each side: a block's rows share the results they read).
 LOO_KNOTS = 256
 LOO_BLOCK = 64
-# Up to this many knots, theta's residuals are one dense product.
-DENSE_LOO_KNOTS = 64
 # A bracket this many times wider than its neighbours' median is a gap: its knots are always sampled.
 WIDE_BRACKET = 3.0
 _ROW_CHUNK = 512  # rows of K built at a time (larger temporaries fall out of cache)
@@ -119,19 +119,26 @@ class _CubicLeaveOneOut:
     def __call__(self, y: np.ndarray) -> np.ndarray:
         """``(K y)_j / K_jj`` at the interior knots, ``K y = Q R^-1 Q^T y``: a second divided
         difference, a tridiagonal solve and ``Q`` applied to the interior, in place where it can."""
+        return self.residuals_and_curvatures(y)[0]
+
+    def curvatures(self, y: np.ndarray) -> np.ndarray:
+        """``R^-1 Q^T y``: the natural cubic interpolant's second derivatives at the interior knots."""
         slopes = y[1:] - y[:-1]
         slopes *= self.inverse_h
         rhs = slopes[1:] - slopes[:-1]  # Q^T y
         if rhs.shape[0] == 1:
-            g = rhs / self.pivots[0]
-        else:
-            g = dpttrs(self.pivots, self.subdiagonal, rhs)[0]  # R g = Q^T y
+            return rhs / self.pivots[0]
+        return dpttrs(self.pivots, self.subdiagonal, rhs)[0]  # R g = Q^T y
+
+    def residuals_and_curvatures(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The residuals (:meth:`__call__`) and the curvatures ``g`` they come from."""
+        g = self.curvatures(y)
         q_g = self.q_b * g  # (Q g) at the interior knots: q_a g[c-1] + q_b g[c] + q_c g[c+1]
         inner = self.inverse_h[1:-1]
         q_g[1:] += inner * g[:-1]
         q_g[:-1] += inner * g[1:]
         q_g *= self.inverse_k_diagonal
-        return q_g
+        return q_g, g
 
     def rows(self, targets: np.ndarray) -> csr_array:
         """``(len(targets), n)``: rows ``targets`` (interior knots, ``1..n-2``) of ``K``, each
@@ -231,20 +238,9 @@ def _linear_rows(t: np.ndarray, targets: np.ndarray) -> np.ndarray:
     return np.stack([-w, np.ones_like(w), w - 1.0], axis=1)
 
 
-def _dense_rows(t: np.ndarray, cubic: _CubicLeaveOneOut) -> _ResidualRows:
-    """Every interior knot's residuals as a dense matrix (few knots: one small product)."""
-    n = t.size
-    targets = np.arange(1, n - 1)
-    linear = np.zeros((n - 2, n))
-    linear[targets[:, None] - 1, targets[:, None] + np.arange(-1, 2)] = _linear_rows(t, targets)
-    matrix = np.concatenate([linear, cubic(np.eye(n))])
-    matrix.flags.writeable = False
-    return _ResidualRows(matrix, np.arange(n), targets, np.ones(n - 2))
-
-
-def _sampled_rows(t: np.ndarray, cubic: _CubicLeaveOneOut, count: int) -> _ResidualRows:
-    """The residuals at some interior knots, weighted so that theta's sums over them estimate
-    the sums over all, as a sparse matrix over the knots its rows touch.
+def _sample(t: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(targets, scale)``: the interior knots whose residuals estimate theta's sums over all,
+    and the square root of each one's weight in them.
 
     Two strata: the knots within two of each of the widest brackets (a bracket at least
     :data:`WIDE_BRACKET` times its four neighbours' median; the widest ones first, at most one
@@ -270,7 +266,14 @@ def _sampled_rows(t: np.ndarray, cubic: _CubicLeaveOneOut, count: int) -> _Resid
     sampled &= ~certain
     targets = np.flatnonzero(certain | sampled)
     rest = (n - 2 - np.count_nonzero(certain)) / max(1, np.count_nonzero(sampled))
-    scale = np.where(certain[targets], 1.0, np.sqrt(rest))
+    return targets, np.where(certain[targets], 1.0, np.sqrt(rest))
+
+
+def _sampled_rows(t: np.ndarray, cubic: _CubicLeaveOneOut, count: int) -> _ResidualRows:
+    """The residuals at the knots of :func:`_sample`, weighted so that theta's sums over them
+    estimate the sums over all, as a sparse matrix over the knots its rows touch."""
+    n = t.size
+    targets, scale = _sample(t, count)
     linear = (_linear_rows(t, targets) * scale[:, None]).ravel()
     weights, columns, counts = cubic._row_entries(targets)
     weights *= np.repeat(scale, counts)
@@ -370,9 +373,11 @@ class AdaptiveInterpolant:
     order (module docstring; row i of ``y`` belongs to ``knots[i]``), applied to numpy arrays
     or torch tensors in their own type, dtype and device.
 
-    Built once per set of knots (the decoder GCC caches per alive set): the linear map, the
-    cubic map at the points clamped into the knots' range, and the leave-one-out pieces (all
-    of them in the constructor, so one decoder serves many threads). ``theta`` is computed on
+    Built once per set of knots (the decoder GCC caches per alive set): the linear
+    interpolant's terms, the cubic map at the points clamped into the knots' range, and the
+    leave-one-out pieces. What only repeated calls pay for (the linear map as a sparse matrix,
+    theta's residual rows) is built on first use; two threads building it at once build the
+    same thing, so one decoder serves many threads. ``theta`` is computed on
     the host, in float64 (wide results are sketched in their own precision first); for torch
     tensors that require grad, autograd treats it as a constant (the gradient is the blend's
     map at that ``theta``). No checks are performed.
@@ -384,55 +389,139 @@ class AdaptiveInterpolant:
         t = knots[order]
         self.sorted_knots = t
         self.order = None if np.array_equal(order, np.arange(t.size)) else order
-        self.linear = linear_matrix(t, points)
-        if self.order is not None:  # columns in the knots' given order: the sorted map's column i is order[i]
-            linear = self.linear
-            self.linear = csr_array((linear.data, order[linear.indices], linear.indptr), shape=linear.shape)
-        self.linear.data.flags.writeable = False
-        first, second = self.linear.indices.reshape(-1, 2).T  # L's two terms a row, for linear_values
-        terms = self.linear.data.reshape(-1, 2).T
-        self._linear_terms = first, second, {d: tuple(w.astype(d)[:, None] for w in terms) for d in _GATHERED}
-        # an explicit map or a banded solve, whichever is predicted cheaper (SplineDecoder)
-        self.cubic = SplineDecoder(knots, 0.0, np.clip(points, t[0], t[-1]))
-        # theta's pieces: the cubic's recurrence, or the residuals as one matrix (few knots:
-        # dense; many more knots than points: sampled), and the rows of y they read (None: all)
-        self.cubic_loo = self.residual_rows = None
-        self.loo_rows = self.order
+        # L's two terms a row (columns in the knots' given order), for linear_values and linear
+        clamped = np.clip(points, t[0], t[-1])
+        i = np.clip(np.searchsorted(t, clamped, side="right") - 1, 0, t.size - 2)
+        b = (clamped - t[i]) / (t[i + 1] - t[i])
+        self.brackets, self.inside = i, clamped == points  # each point's bracket [t_i, t_i+1], if inside
+        first, second = (i, i + 1) if self.order is None else (order[i], order[i + 1])
+        self._linear_terms = (
+            first,
+            second,
+            {d: ((1.0 - b).astype(d)[:, None], b.astype(d)[:, None]) for d in _GATHERED},
+        )
+        self._linear = None
+        self._clamped, self._cubic, self._calls = clamped, None, 0
+        # theta's pieces: the cubic's recurrence, or (many more knots than points) the sampled
+        # residuals as one matrix, built at the first call
+        self.cubic_loo = self._residual_rows = self._sample = None
         if t.size >= 4:
             self.cubic_loo = _CubicLeaveOneOut(t)
             left, right = t[1:-1] - t[:-2], t[2:] - t[1:-1]
             w = (right / (left + right))[:, None]
             self.linear_loo_weights = w, 1.0 - w
             count = max(LOO_KNOTS, points.size)
-            if t.size <= DENSE_LOO_KNOTS:
-                self.residual_rows = _dense_rows(t, self.cubic_loo)
-            elif t.size - 2 > 2 * count:
-                self.residual_rows = _sampled_rows(t, self.cubic_loo, count)
-                used = self.residual_rows.knots
-                self.loo_rows = used if self.order is None else order[used]
+            if t.size - 2 > 2 * count:
+                self._sample = count
+
+    @property
+    def linear(self) -> csr_array:
+        """``(len(points), len(knots))``: the sparse map of ``L`` (columns in the knots' order)."""
+        if self._linear is None:
+            first, second, weights = self._linear_terms
+            a, b = weights[np.dtype(np.float64)]
+            linear = csr_array(
+                (
+                    np.stack([a[:, 0], b[:, 0]], axis=1).ravel(),
+                    np.stack([first, second], axis=1).ravel(),
+                    np.arange(0, 2 * self.points.size + 1, 2),
+                ),
+                shape=(self.points.size, self.knots.size),
+            )
+            linear.data.flags.writeable = False
+            self._linear = linear
+        return self._linear
+
+    @property
+    def cubic(self) -> SplineDecoder:
+        """``C`` at the points clamped into the knots' range, as a decoder that picks an explicit
+        map or a banded solve, whichever is predicted cheaper (built on first use)."""
+        if self._cubic is None:
+            self._cubic = SplineDecoder(self.knots, 0.0, self._clamped)
+        return self._cubic
+
+    def cubic_values(self, y, shared=None):
+        """``C`` at the points (clamped into the knots' range). A decoder's first call on numpy
+        results solves for the curvatures itself (or takes them from theta's solve:
+        ``shared``, the sorted float64 results and their curvatures) and evaluates the cubic
+        there, at no cost of building; later calls go to :attr:`cubic`, which builds its map
+        once that pays."""
+        first_call, self._calls = self._calls == 0, self._calls + 1
+        if not (
+            first_call
+            and self.cubic_loo is not None
+            and isinstance(y, np.ndarray)
+            and y.dtype in _GATHERED
+            and y.size
+        ):
+            return self.cubic(y)
+        if shared is None:
+            values = _arraylib.to_float64(y)
+            if not 1e-100 < float(np.max(np.abs(values))) < 1e100:  # curvatures (~ y / h^2) overflow
+                return self.cubic(y)
+            if self.order is not None:
+                values = values[self.order]
+            shared = values, self.cubic_loo.curvatures(values)
+        values, inner = shared
+        t, i, z = self.sorted_knots, self.brackets, self._clamped
+        h = t[i + 1] - t[i]
+        a, b = (t[i + 1] - z) / h, (z - t[i]) / h
+        h2 = h * h / 6.0
+        curvatures = np.zeros((t.size, values.shape[1]))
+        curvatures[1:-1] = inner
+        estimates = a[:, None] * values[i] + b[:, None] * values[i + 1]
+        estimates += ((a * a - 1.0) * a * h2)[:, None] * curvatures[i]
+        estimates += ((b * b - 1.0) * b * h2)[:, None] * curvatures[i + 1]
+        return estimates.astype(y.dtype, copy=False).reshape((self.points.size, *y.shape[1:]))
+
+    @property
+    def residual_rows(self) -> _ResidualRows | None:
+        """theta's sampled residuals as one matrix (many more knots than points), or None
+        where a call solves for the residuals at every knot (:meth:`weight`)."""
+        if self._residual_rows is None and self._sample is not None:
+            self._residual_rows = _sampled_rows(self.sorted_knots, self.cubic_loo, self._sample)
+        return self._residual_rows
+
+    @property
+    def loo_rows(self) -> np.ndarray | None:
+        """The rows of the results theta reads, in the order it reads them (None: all, as given)."""
+        rows = self.residual_rows
+        if rows is not None:
+            return rows.knots if self.order is None else self.order[rows.knots]
+        return self.order
 
     def weight(self, y) -> float:
         """``theta`` for results ``y`` (rows in the knots' order)."""
+        return self.weight_and_curvatures(y)[0]
+
+    def weight_and_curvatures(self, y) -> tuple[float, tuple | None]:
+        """``(theta, shared)``: ``shared`` is what :meth:`cubic_values` can reuse of theta's
+        solve (the sorted float64 results and the cubic's curvatures at the interior knots)
+        when that solve ran on the results themselves (numpy, unsketched, every knot), else
+        None."""
         if self.cubic_loo is None:  # through 2 or 3 knots, leaving one out leaves a line
-            return 1.0
+            return 1.0, None
         flat = y.reshape(y.shape[0], -1)
-        if self.loo_rows is not None:
-            flat = _arraylib.take_rows(flat, self.loo_rows)
+        rows = self.loo_rows
+        if rows is not None:
+            flat = _arraylib.take_rows(flat, rows)
         if flat.shape[1] > SKETCH_COLUMNS:
             values = _sketch(_arraylib.convert_like(flat, self.knots))  # on the host, as numpy
         else:
             values = _arraylib.to_float64(flat)
         scale = float(np.max(np.abs(values), initial=0.0))
+        exact = isinstance(y, np.ndarray) and flat.shape[1] <= SKETCH_COLUMNS and 1e-100 < scale < 1e100
         if not 1e-150 < scale < 1e150:  # theta is scale-free; 1e300 results overflow the solve
             if not 0.0 < scale < np.inf:
-                return 1.0
+                return 1.0, None
             values = values / scale
-        if self.residual_rows is not None:
-            both = np.asarray(self.residual_rows.matrix @ values)
-            return _theta(both[: both.shape[0] // 2], both[both.shape[0] // 2 :])
+        if self._residual_rows is not None:
+            both = np.asarray(self._residual_rows.matrix @ values)
+            return _theta(both[: both.shape[0] // 2], both[both.shape[0] // 2 :]), None
         w, complement = self.linear_loo_weights  # linear_loo_residuals, its weights kept
         r_linear = values[1:-1] - (w * values[:-2] + complement * values[2:])
-        return _theta(r_linear, self.cubic_loo(values))
+        r_cubic, curvatures = self.cubic_loo.residuals_and_curvatures(values)
+        return _theta(r_linear, r_cubic), ((values, curvatures) if exact else None)
 
     def linear_values(self, y):
         """``L`` at the points: :attr:`linear` applied. Small float32 and float64 numpy results
@@ -447,8 +536,8 @@ class AdaptiveInterpolant:
         return (a * flat[first] + b * flat[second]).reshape((self.points.size, *y.shape[1:]))
 
     def __call__(self, y):
-        theta = self.weight(y)
+        theta, shared = self.weight_and_curvatures(y)
         linear = self.linear_values(y)
         if theta == 0.0:
             return linear, theta
-        return linear + theta * (self.cubic(y) - linear), theta
+        return linear + theta * (self.cubic_values(y, shared) - linear), theta

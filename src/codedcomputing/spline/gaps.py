@@ -30,12 +30,16 @@ natural cubic's line through the :data:`WINDOW` outermost knots, and Berrut's in
 through all knots; fitted the same way on the knots within ``miss`` design steps of either
 end, predicted from the others.
 
-Every candidate is a linear map of the results fixed by the knots, so the maps are built
-once per set of knots (GCC caches a decoder per alive set) and a call costs the adaptive
-interpolant's decode plus ``O((POSITIONS m WINDOW + |z in gaps|) d)`` for the gaps, one
-pass over the results for their mean, and the edge maps (``O(n d)`` per point beyond an
-end, through Berrut). The weights are computed in float64 on the host; for torch tensors
-that require grad, autograd treats them as constants.
+Every candidate is a linear map of the results fixed by the knots. What a call needs of them
+is built once per set of knots (GCC caches a decoder per alive set), in a few array
+operations over all blocks together, without scipy.sparse: a natural cubic through a
+block's neighbours predicts the block's knots from the two knots around it and the cubic's
+second derivatives there, and those are two rows of the inverse of a small tridiagonal
+matrix, one batched dense solve for every block of every gap size. A call costs the
+adaptive interpolant's decode plus ``O((POSITIONS (m + WINDOW) + |z in gaps|) d)`` for the
+gaps, one pass over the results for their sum, and the edge maps (``O(n d)`` per point
+beyond an end, through Berrut). The weights are computed in float64 on the host; for torch
+tensors that require grad, autograd treats them as constants.
 
 Measured (``benchmarks/bench_contiguous.py``, 200 paired trials): with a block of
 neighbouring points missing, the adaptive interpolant lost to BACC from a block of 15 of 50
@@ -47,7 +51,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from scipy.sparse import csr_array
+from scipy.linalg.lapack import dpttrf, dpttrs
 
 from .. import _arraylib
 from .adaptive import AdaptiveInterpolant
@@ -80,13 +84,51 @@ def simplex_weights(residuals: list[np.ndarray]) -> np.ndarray:
     scale = max(float(np.max(np.abs(r), initial=0.0)) for r in residuals)
     if not 0.0 < scale < np.inf:
         return np.eye(count)[0]
-    scaled = [np.ravel(r) / scale for r in residuals]
-    gram = np.array([[float(np.vdot(a, b)) for b in scaled] for a in scaled])
-    best, best_w = np.inf, np.eye(count)[0]
-    for size in range(1, count + 1):
+    scaled = np.stack([np.ravel(r) / scale for r in residuals])
+    return _simplex_minimiser(scaled @ scaled.T)
+
+
+def _simplex_minimiser(gram: np.ndarray) -> np.ndarray:
+    """:func:`simplex_weights` from the Gram matrix ``G`` of the (rescaled) residuals: the
+    minimiser of ``w^T G w`` on the simplex, face by face (vertices and edges in closed form,
+    larger faces from their KKT system by least squares, which also takes singular ``G``)."""
+    count = gram.shape[0]
+    g = gram.tolist()
+    best, best_w = np.inf, [1.0] + [0.0] * (count - 1)
+
+    def better(value: float) -> bool:  # ties (within rounding) keep the earlier, smaller face
+        return value < best - 1e-12 * (1.0 + best if best < np.inf else 0.0)
+
+    for i in range(count):
+        if better(g[i][i]):
+            best, best_w = g[i][i], [float(k == i) for k in range(count)]
+    for i, j in itertools.combinations(range(count), 2):
+        a, b, c = g[i][i], g[i][j], g[j][j]
+        curvature = a - 2.0 * b + c
+        if not curvature > 1e-14 * (abs(a) + abs(c)):  # flat along the edge: a vertex is as low
+            continue
+        w_i = (c - b) / curvature
+        if not -1e-12 <= w_i <= 1.0 + 1e-12:
+            continue
+        w_i = min(max(w_i, 0.0), 1.0)
+        w_j = 1.0 - w_i
+        value = w_i * w_i * a + 2.0 * w_i * w_j * b + w_j * w_j * c
+        if better(value):
+            best, best_w = value, [0.0] * count
+            best_w[i], best_w[j] = w_i, w_j
+    for size in range(3, count + 1):
         for face in map(list, itertools.combinations(range(count), size)):
-            # the minimiser of w^T G w on the face's affine hull (sum w = 1), from the KKT
-            # system, by least squares: G_ff is singular when candidates agree or are exact
+            w_face = _three_face(g, face) if size == 3 else None
+            if w_face == []:  # the triangle's minimiser lies outside it
+                continue
+            if w_face is not None:  # a well-conditioned triangle: the closed form
+                w = [0.0] * count
+                for k, c in zip(face, w_face, strict=True):
+                    w[k] = c
+                value = sum(w[i] * w[j] * g[i][j] for i in face for j in face)
+                if better(value):
+                    best, best_w = value, w
+                continue
             kkt = np.zeros((size + 1, size + 1))
             kkt[:size, :size] = gram[np.ix_(face, face)]
             kkt[:size, size] = kkt[size, :size] = 1.0
@@ -97,9 +139,55 @@ def simplex_weights(residuals: list[np.ndarray]) -> np.ndarray:
             w[face] = np.clip(w_face, 0.0, None)
             w /= w.sum()
             value = float(w @ gram @ w)
-            if value < best - 1e-12 * (1.0 + best if best < np.inf else 0.0):  # ties: fewer candidates
-                best, best_w = value, w
-    return best_w
+            if better(value):
+                best, best_w = value, w.tolist()
+    return np.array(best_w)
+
+
+def _three_face(g: list, face: list) -> list | None:
+    """The minimiser of ``w^T G w`` with ``sum w = 1`` on a face of three candidates,
+    ``G^-1 1 / (1^T G^-1 1)`` by cofactors, clipped and renormalised as the least-squares face
+    would be; ``[]`` when it leaves the simplex (the face is skipped), None when ``G`` is too
+    close to singular for the closed form (the caller solves by least squares)."""
+    (a, b, c), (d, e, f), (p, q, r) = ([g[i][j] for j in face] for i in face)
+    cofactors = (
+        (e * r - f * q, c * q - b * r, b * f - c * e),
+        (f * p - d * r, a * r - c * p, c * d - a * f),
+        (d * q - e * p, b * p - a * q, a * e - b * d),
+    )
+    determinant = a * cofactors[0][0] + b * cofactors[1][0] + c * cofactors[2][0]
+    if not abs(determinant) > 1e-10 * abs(a * e * r):
+        return None
+    w = [sum(row) for row in cofactors]
+    total = sum(w)
+    if not abs(total) > 0.0:
+        return None
+    w = [x / total for x in w]
+    if min(w) < -1e-12:
+        return []
+    w = [max(x, 0.0) for x in w]
+    total = sum(w)
+    return [x / total for x in w]
+
+
+def _median(values: np.ndarray) -> float:
+    """``np.median`` of a 1-D array, by one sort (numpy's takes several times longer on a few)."""
+    ordered = np.sort(values)
+    middle = ordered.size // 2
+    if ordered.size % 2:
+        return float(ordered[middle])
+    return (float(ordered[middle - 1]) + float(ordered[middle])) / 2.0
+
+
+def _even_picks(count: int) -> np.ndarray:
+    """``np.unique(np.linspace(0, count - 1, POSITIONS).round().astype(int))``: all of
+    ``0..count-1`` up to POSITIONS of them (the rounded steps are at most 1 apart), else
+    POSITIONS distinct ones (linspace's own products, its last entry exact)."""
+    if count <= POSITIONS:
+        return np.arange(count)
+    picks = np.round(np.arange(POSITIONS) * ((count - 1) / (POSITIONS - 1))).astype(np.intp)
+    picks[-1] = count - 1
+    return picks
 
 
 def _spread(index: np.ndarray, count: int) -> np.ndarray:
@@ -132,17 +220,74 @@ def _extrapolants(t: np.ndarray, z: np.ndarray, low: bool, berrut: bool) -> list
     return maps
 
 
-class _Group:
-    """Points re-estimated together: their indices, the candidate maps at them (``None``
-    for the linear, the cubic and the mean, which every call computes anyway) and the
-    validation residual maps of the candidates (rows: the dropped knots), or fixed weights."""
+def _block_targets(s: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For blocks of ``length`` knots dropped after knots ``s``: ``(count, block, target)``,
+    how many each block predicts, and the block and sorted-knot index of every predicted
+    knot, block after block: all of a block's knots, or :data:`MAX_BLOCK_TARGETS` evenly
+    spread as :func:`_spread` picks them."""
+    count = np.minimum(length, MAX_BLOCK_TARGETS)
+    block = np.repeat(np.arange(length.size), count)
+    target = np.arange(block.size) - np.repeat(np.cumsum(count) - count - s - 1, count)
+    if length.max() > MAX_BLOCK_TARGETS:  # linspace(0, L - 1, MAX_BLOCK_TARGETS).round(): k (L-1) / (MAX-1)
+        first = (s + 1)[block]
+        step = (length[block] - 1) / (MAX_BLOCK_TARGETS - 1)
+        spread = np.round((target - first) * step).astype(np.intp) + first
+        target = np.where(length[block] > MAX_BLOCK_TARGETS, spread, target)
+    return count, block, target
 
-    def __init__(self, label, points, *, maps=None, validation=None, means=None, fixed=None):
+
+def _window_curvatures(t: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The natural cubic through each block's window (the :data:`WINDOW` knots up to ``s`` and
+    from ``e`` on, the knots between them dropped), as its second derivatives at ``s`` and
+    ``e``: ``(knots, weights, first)``, the windows' sorted-knot indices one after another,
+    ``(len(knots), 2)`` weights such that window b's rows of ``weights[:, 0]`` applied to
+    ``y[knots]`` give the curvature at ``s_b`` (``[:, 1]``: at ``e_b``), and where each window
+    starts.
+
+    The curvatures at a window's interior knots are ``R^-1 Q^T y`` (Reinsch matrices of the
+    window, ``R`` tridiagonal); the two needed are ``(Q R^-1 e_i)^T y``, two columns of
+    ``R^-1``. Every window's ``R`` goes on the diagonal of one tridiagonal matrix (two identity
+    rows closing each window: at its ends the natural cubic's curvature is 0), so one
+    ``LDL^T`` factorisation and solve serve all blocks."""
+    n, blocks = t.size, s.size
+    lo, hi = np.maximum(0, s - WINDOW), np.minimum(n, e + 1 + WINDOW)
+    left = s - lo + 1
+    size = left + hi - e
+    first = np.cumsum(size) - size
+    block = np.repeat(np.arange(blocks), size)
+    position = np.arange(block.size) - first[block]  # within its window
+    knots = np.where(position < left[block], lo[block] + position, e[block] + position - left[block])
+    h = np.empty(block.size)
+    h[:-1] = np.diff(t[knots])
+    h[first[1:] - 1] = h[-1] = 1.0  # across windows: never read, kept finite
+    # unknown q is the curvature at the knot after q (window position + 1): real up to size - 3
+    real = position < size[block] - 2
+    diagonal = np.ones(block.size)
+    diagonal[:-1] = np.where(real[:-1], (h[:-1] + h[1:]) / 3.0, 1.0)
+    off = np.where(real[:-1] & real[1:], h[1:] / 6.0, 0.0)
+    rhs = np.zeros((block.size, 2))
+    at_s = left - 1  # window position of s: unknown at_s - 1; e's is at_s
+    has_s, has_e = at_s >= 1, at_s + 1 <= size - 2
+    rhs[(first + at_s - 1)[has_s], 0] = 1.0
+    rhs[(first + at_s)[has_e], 1] = 1.0
+    pivots, subdiagonal = dpttrf(diagonal, off)[:2]
+    x = dpttrs(pivots, subdiagonal, rhs)[0]  # 0 at each window's two closing rows
+    inverse_h = 1.0 / h
+    weights = x * inverse_h[:, None]  # Q's column q: 1/h_q at knot q, -1/h_q - 1/h_{q+1} at
+    weights[1:] -= x[:-1] * (inverse_h[:-1] + inverse_h[1:])[:, None]  # q + 1, 1/h_{q+1} at q + 2
+    weights[2:] += x[:-2] * inverse_h[1:-1, None]
+    return knots, weights, first
+
+
+class _Group:
+    """Points re-estimated together: their label, their indices, and how their weights come:
+    ``fixed`` weights, the ``block``-th group of the leave-block-out plan (inside a gap), or
+    (beyond an end) the candidate ``maps`` at the points and the dense ``validation`` maps of
+    the candidates' residuals (rows: the dropped knots)."""
+
+    def __init__(self, label, points, *, maps=None, validation=None, fixed=None, block=None):
         self.label, self.points = label, points
-        self.maps, self.validation, self.fixed = maps, validation, fixed
-        # per validation map, None or the mean of the other results, added to its rows:
-        # (block indicator B, block of each row, c) -> c * (sum of all - (B y)[block])
-        self.means = means if means is not None else [None] * len(validation or ())
+        self.maps, self.validation, self.fixed, self.block = maps, validation, fixed, block
 
 
 class GapAwareInterpolant:
@@ -164,19 +309,16 @@ class GapAwareInterpolant:
         self._order = order
         t, rank = knots[order], np.asarray(ranks)[order]
         self.groups: list[_Group] = []
+        self._plan = None
+        self._rows = np.zeros(0, dtype=np.intp)  # the rows of the results the gap weights read
         if t.size >= 4:
             self._interior_groups(t, rank)
             self._edge_groups(t, rank)
-        # the validation maps read only these rows of the results (besides their sum)
-        used = [csr_array(v).indices for g in self.groups for v in g.validation or ()]
-        used += [mean[0].indices for g in self.groups for mean in g.means if mean is not None]
-        self._rows = np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.intp)
-        for group in self.groups:
-            if group.validation:
-                group.validation = [csr_array(v)[:, self._rows] for v in group.validation]
-                group.means = [
-                    None if mean is None else (mean[0][:, self._rows], *mean[1:]) for mean in group.means
-                ]
+        if any(g.validation for g in self.groups):  # the edges' dense maps read every row
+            if self._plan is not None:  # the plan's positions, from its rows to all rows
+                for key in ("target", "s", "e", "window"):
+                    self._plan[key] = self._rows[self._plan[key]]
+            self._rows = np.arange(t.size)
 
     # ------------------------------------------------------------------ building
     def _to_given(self, sorted_map: np.ndarray) -> np.ndarray:
@@ -184,71 +326,80 @@ class GapAwareInterpolant:
         return sorted_map[:, self._columns]
 
     def _interior_groups(self, t: np.ndarray, rank: np.ndarray) -> None:
-        n, z = t.size, self.points
-        spans = np.diff(rank)
-        threshold = max(MIN_MISSING, int(np.floor(RELATIVE * np.median(spans))))
-        is_gap = spans - 1 >= threshold
-        inside = (z >= t[0]) & (z <= t[-1])
-        bracket = np.clip(np.searchsorted(t, z, side="right") - 1, 0, n - 2)
-        missing = spans[bracket] - 1
-        gaps_before = np.r_[0, np.cumsum(is_gap)]  # gaps among brackets 0..i-1
-        for m in np.unique(missing[inside & (missing >= threshold)]):
-            pts = np.flatnonzero(inside & (missing == m))
-            span = int(m) + 1
-            start = np.arange(n - 2)
-            end = np.searchsorted(rank, rank[start] + span, side="left")  # first knot span steps on
-            ok = (end <= n - 1) & (end - start >= 2)
-            ok &= gaps_before[np.minimum(end, n - 1)] - gaps_before[start] == 0
+        n = t.size
+        spans = rank[1:] - rank[:-1]
+        threshold = max(MIN_MISSING, int(np.floor(RELATIVE * _median(spans))))
+        missing = spans[self.base.brackets] - 1  # each point's bracket's (the same as the base's inside)
+        candidate = self.base.inside & (missing >= threshold)
+        if not candidate.any():
+            return
+        gap = spans > threshold  # misses at least threshold
+        gaps_before = np.zeros(n, dtype=np.intp)  # gaps among brackets 0..i-1
+        np.cumsum(gap, out=gaps_before[1:])
+        start, start_rank, start_gaps = np.arange(n - 2), rank[:-2] + 1, gaps_before[:-2]
+        picked_s, picked_e = [], []
+        for m in np.unique(missing[candidate]).tolist():
+            pts = np.flatnonzero(candidate & (missing == m))
+            end = np.searchsorted(rank, start_rank + m, side="left")  # the first knot m + 1 steps on
+            ok = end - start >= 2
+            ok &= end <= n - 1
+            ok &= gaps_before[np.minimum(end, n - 1)] == start_gaps
             starts = np.flatnonzero(ok)
             if starts.size == 0:  # nothing of this span to validate on: the chord
-                self.groups.append(_Group(("gap", int(m)), pts, fixed=np.array([1.0, 0.0, 0.0])))
+                self.groups.append(_Group(("gap", m), pts, fixed=np.array([1.0, 0.0, 0.0])))
                 continue
-            pick = starts[np.unique(np.linspace(0, starts.size - 1, POSITIONS).round().astype(int))]
-            # rows: the dropped knots predicted (at most MAX_BLOCK_TARGETS a block, evenly spread)
-            chord, cubic, targets, sums, row_block, coefficients = [], [], [], [], [], []
-            for index, s in enumerate(pick):
-                e = int(end[s])
-                removed = np.arange(s + 1, e)
-                target = _spread(removed, MAX_BLOCK_TARGETS)
-                kept = np.r_[max(0, s - WINDOW) : s + 1, e : min(n, e + 1 + WINDOW)]
-                right = (t[target] - t[s]) / (t[e] - t[s])  # the chord's weight of knot e
-                chord.append((np.array([s, e]), np.stack([1.0 - right, right], axis=1)))
-                cubic.append((kept, smoothing_matrix(t[kept], 0.0, t[target])))
-                targets.append(target)
-                # the mean of the other results: (total - the block's sum) / (n - block size);
-                # the sum from the targets when they are a sample of the block (large blocks)
-                sums.append((target, removed.size / target.size))
-                row_block.append(np.full(target.size, index))
-                coefficients.append(np.full(target.size, 1.0 / (n - removed.size)))
-            target = np.concatenate(targets)
-            validation = [self._residual_map(blocks, target) for blocks in (chord, cubic)]
-            validation.append(self._residual_map([], target))  # the mean's: -y_target, plus below
-            block_sums = (self._indicator(sums), np.concatenate(row_block), np.concatenate(coefficients))
-            self.groups.append(
-                _Group(("gap", int(m)), pts, validation=validation, means=[None, None, block_sums])
-            )
+            pick = starts[_even_picks(starts.size)]
+            self.groups.append(_Group(("gap", m), pts, block=len(picked_s)))
+            picked_s.append(pick)
+            picked_e.append(end[pick])
+        if picked_s:
+            self._plan = self._block_plan(t, picked_s, picked_e)
 
-    def _residual_map(self, blocks: list, target: np.ndarray) -> csr_array:
-        """The sparse ``(len(target), n)`` map of ``prediction - y[target]``, the prediction's
-        rows given block by block as ``(columns, dense rows)`` over the sorted knots; columns
-        in the knots' given order."""
-        n = self._columns.size
-        rows, cols, vals = [np.arange(target.size)], [target], [-np.ones(target.size)]
-        offset = 0
-        for columns, dense in blocks:
-            r = np.repeat(np.arange(offset, offset + dense.shape[0]), columns.size)
-            rows.append(r), cols.append(np.tile(columns, dense.shape[0])), vals.append(dense.ravel())
-            offset += dense.shape[0]
-        rows, cols, vals = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
-        return csr_array((vals, (rows, self._order[cols])), shape=(target.size, n))
-
-    def _indicator(self, blocks: list[tuple[np.ndarray, float]]) -> csr_array:
-        """``(len(blocks), n)``: row b is ``scale`` times the sum of the results of ``index``
-        for ``blocks[b] = (index, scale)`` (sorted-knot indices)."""
-        rows = np.concatenate([np.full(b.size, i) for i, (b, _) in enumerate(blocks)])
-        cols = self._order[np.concatenate([b for b, _ in blocks])]
-        vals = np.concatenate([np.full(b.size, scale) for b, scale in blocks])
-        return csr_array((vals, (rows, cols)), shape=(len(blocks), self._columns.size))
+    def _block_plan(self, t: np.ndarray, picked_s: list, picked_e: list) -> dict:
+        """Every dropped block of every gap size at once: rows are the predicted knots, block
+        after block, group after group. Indices are positions in the rows of the results
+        that the plan reads (:attr:`_rows` unless the edges need all)."""
+        n = t.size
+        if len(picked_s) == 1:
+            s, e = picked_s[0], picked_e[0]
+            group_first = np.zeros(1, dtype=np.intp)
+        else:
+            s, e = np.concatenate(picked_s), np.concatenate(picked_e)
+            group_first = np.cumsum([0] + [p.size for p in picked_s[:-1]])  # in blocks, for now
+        length = e - s - 1  # knots dropped
+        count, block, target = _block_targets(s, length)
+        block_first = np.cumsum(count) - count
+        group_first = block_first[group_first]  # in rows
+        window, curvature, window_first = _window_curvatures(t, s, e)
+        # the chord of s and e, and the cubic's terms in the curvatures at them (Reinsch's stencil)
+        t_s, t_e = t[s][block], t[e][block]
+        h = t_e - t_s
+        t_target = t[target]
+        a, b = (t_e - t_target) / h, (t_target - t_s) / h
+        h2 = h * h / 6.0
+        read = np.zeros(n, dtype=bool)
+        read[window] = read[target] = True
+        self._rows = self._order[read]
+        position = np.cumsum(read) - 1
+        return {
+            "target": position[target],
+            "s": position[s][block],
+            "e": position[e][block],
+            "a": a[:, None],
+            "b": b[:, None],
+            "c": ((a * a - 1.0) * a * h2)[:, None],
+            "d": ((b * b - 1.0) * b * h2)[:, None],
+            "block": block,
+            "window": position[window],
+            "curvature": curvature[:, :, None],
+            "window_first": window_first,
+            "block_first": block_first,
+            # the mean of the other results: (total - the block's sum) / (n - block size); the
+            # sum from the targets when they are a sample of the block (large blocks)
+            "block_scale": (length / count)[:, None],
+            "mean_coefficient": (1.0 / (n - length))[block][:, None],
+            "group_first": group_first,
+        }
 
     def _edge_groups(self, t: np.ndarray, rank: np.ndarray) -> None:
         n, z = t.size, self.points
@@ -287,45 +438,81 @@ class GapAwareInterpolant:
 
     # ------------------------------------------------------------------ calling
     def __call__(self, y):
-        weights = self.weights(y)
+        theta, shared = self.base.weight_and_curvatures(y)
+        weights = theta, self._group_weights(y)
         info = {
-            "theta": weights[0],
+            "theta": theta,
             "gaps": [(g.label, tuple(map(float, w))) for g, w in zip(self.groups, weights[1], strict=True)],
         }
-        return self.apply(y, weights), info
+        return self._apply(y, weights, shared), info
 
     def weights(self, y) -> tuple[float, list[np.ndarray]]:
         """``(theta, [weights of each group])`` for results ``y``: what a call fits, computed
         in float64 on the host. :meth:`apply` with them is linear in ``y``."""
-        theta = self.base.weight(y)
+        return self.base.weight(y), self._group_weights(y)
+
+    def _group_weights(self, y) -> list[np.ndarray]:
         if not self.groups:
-            return theta, []
+            return []
         flat_y = y.reshape(y.shape[0], -1)
+        host = total = None
         if self._rows.size:
             host = _arraylib.to_float64(_arraylib.take_rows(flat_y, self._rows))
             total = _arraylib.to_float64(flat_y.sum(0)[None])[0]
+            scale = float(np.max(np.abs(host), initial=0.0))
+            if 0.0 < scale < np.inf and not 1e-100 < scale < 1e100:  # the weights are scale-free;
+                host, total = host / scale, total / scale  # curvatures (~ y / h^2) would overflow
+        block_weights = self._block_weights(host, total) if self._plan is not None else None
         fitted = []
         for group in self.groups:
             if group.fixed is not None:
                 fitted.append(group.fixed)
-                continue
-            residuals = []
-            for v, mean in zip(group.validation, group.means, strict=True):
-                r = np.asarray(v @ host)
-                if mean is not None:
-                    indicator, block, coefficient = mean
-                    r += coefficient[:, None] * (total - np.asarray(indicator @ host)[block])
-                residuals.append(r)
-            fitted.append(simplex_weights(residuals))
-        return theta, fitted
+            elif group.block is not None:
+                fitted.append(block_weights[group.block])
+            else:
+                fitted.append(simplex_weights([np.asarray(v @ host) for v in group.validation]))
+        return fitted
+
+    def _block_weights(self, host: np.ndarray, total: np.ndarray) -> list[np.ndarray]:
+        """The weights of every gap size from the leave-block-out residuals of the line, the
+        cubic and the mean (all blocks at once, then one small simplex problem per size)."""
+        plan = self._plan
+        observed = host[plan["target"]]
+        y_s, y_e = host[plan["s"]], host[plan["e"]]
+        chord = plan["a"] * y_s + plan["b"] * y_e
+        # (B, 2, d): each block's cubic's curvatures at s and at e
+        curvatures = np.add.reduceat(plan["curvature"] * host[plan["window"], None], plan["window_first"])
+        block = plan["block"]
+        cubic = chord + plan["c"] * curvatures[block, 0] + plan["d"] * curvatures[block, 1]
+        block_sums = np.add.reduceat(observed, plan["block_first"], axis=0)
+        mean = plan["mean_coefficient"] * (total - plan["block_scale"][block] * block_sums[block])
+        residuals = np.stack([chord, cubic, mean]) - observed  # (3, rows, d)
+        first = plan["group_first"]
+        scale = np.maximum.reduceat(np.abs(residuals).max(axis=(0, 2), initial=0.0), first)
+        with np.errstate(over="ignore", invalid="ignore"):  # huge results: rescaled below
+            products = np.einsum("ird,jrd->ijr", residuals, residuals)
+            grams = np.add.reduceat(products, first, axis=2)  # (3, 3, groups)
+        out = []
+        for g in range(first.size):
+            if not 0.0 < scale[g] < np.inf:
+                out.append(np.eye(3)[0])
+            elif scale[g] > 1e150 or scale[g] < 1e-150:  # the products over- or underflow: rescale first
+                rows = slice(first[g], first[g + 1] if g + 1 < first.size else None)
+                out.append(simplex_weights(list(residuals[:, rows])))
+            else:
+                out.append(_simplex_minimiser(grams[:, :, g] / (scale[g] * scale[g])))
+        return out
 
     def apply(self, y, weights: tuple[float, list[np.ndarray]]):
         """The estimates for results ``y`` at given :meth:`weights` (a linear map of ``y``)."""
+        return self._apply(y, weights)
+
+    def _apply(self, y, weights: tuple[float, list[np.ndarray]], shared=None):
         theta, fitted = weights
-        linear = _arraylib.apply_matrix(self.base.linear, y)
+        linear = self.base.linear_values(y)
         if theta == 0.0 and not self.groups:
             return linear
-        cubic = self.base.cubic(y)
+        cubic = self.base.cubic_values(y, shared)
         estimates = linear if theta == 0.0 else linear + theta * (cubic - linear)
         if not self.groups:
             return estimates
