@@ -4,6 +4,9 @@ the coded scheme against CodedExecutor.run_queries, answers against independent 
 from __future__ import annotations
 
 import math
+import re
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -277,12 +280,17 @@ def test_parm_subtracts_the_others_from_the_parity_output():
 def test_groups_close_at_k_queries_or_after_the_maximum_wait():
     arrivals = [0.0, 0.1, 0.2, 5.0, 5.1, 9.0, 20.0]
     scheme = serving.Coded(cc.BACC(3, 5, systematic=True), tau=math.inf, max_group_wait=1.0)
-    record = serving.SimulatedServer(5, constant(*[0.5] * 5), seed=0).run(scheme, arrivals)
+    record = serving.SimulatedServer(5, constant(*[0.5] * 5), cancel=False, seed=0).run(scheme, arrivals)
     assert record.group.tolist() == [0, 0, 0, 1, 1, 2, 3]
     parities = record.tasks["role"] == 3
     np.testing.assert_allclose(record.tasks["dispatched"][parities], np.repeat([0.2, 6.0, 10.0, 21.0], 2))
     assert record.counts()["decoded"] == 0  # tau = inf: every query waits for its own result
     np.testing.assert_allclose(record.latency, 0.5)
+    # a group whose queries are all answered before the wait closes it sends no parity
+    record = serving.SimulatedServer(5, constant(*[0.5] * 5), seed=0).run(scheme, [0.0, 3.0])
+    assert record.redundant_tasks == 0 and record.tasks["replica"].size == 2
+    keeping = serving.SimulatedServer(5, constant(*[0.5] * 5), cancel=False, seed=0).run(scheme, [0.0, 3.0])
+    assert keeping.redundant_tasks == 4
 
 
 def test_summary_and_percentiles():
@@ -351,3 +359,11 @@ def test_make_scheme_builds_each_scheme_by_name():
     assert serving.make_scheme("hedge", delay=1.5).delay == 1.5
     assert serving.make_scheme("replication", copies=3).copies == 3
     assert set(serving.SCHEMES) == {"none", "replication", "hedge", "coded", "parm"}
+
+
+def test_the_serving_page_example_runs(capsys):
+    page = (Path(__file__).resolve().parents[2] / "docs" / "serving.rst").read_text(encoding="utf-8")
+    block = re.search(r"^\.\. code-block:: python\n\n((?:   .*\n|\n)+)", page, re.MULTILINE).group(1)
+    exec(textwrap.dedent(block), {})
+    rows = capsys.readouterr().out.strip().splitlines()
+    assert [row.split("'scheme': ")[1].split(",")[0] for row in rows] == ["'none'", "'hedge'", "'coded'"]

@@ -200,6 +200,8 @@ class _Grouped(Scheme):
         # apart from each other, and from the group's own tasks still queued or running while
         # enough replicas remain for that (a parity behind the task it covers is of no use)
         count = self.num_parities(len(self.members[group]))
+        if not self.unanswered[group] and run.cancel_useless:
+            count = 0  # every query already has its own answer: the parities are useless
         used = {
             run.t_replica[run.q_tasks[q][0]] for q in self.members[group] if run.pending(run.q_tasks[q][0])
         }
