@@ -95,7 +95,8 @@ class GCC(Code):
         Put K of the N workers at the inputs' points: worker k (k < K) is sent ``x_k``
         itself, bit for bit, and computes ``f(x_k)``; a decode returns that result as input
         k's estimate, bit for bit, whenever worker k is in ``alive`` (``info["exact"]``),
-        and decodes only the others (from every result, the systematic ones included).
+        and decodes only the others (from every result, the systematic ones included; the
+        decoder is built at the missing inputs' points alone, so its cost follows their number).
         ``systematic_workers`` is then ``0..K-1``; with explicit ``beta``, the workers whose
         point is an ``alpha_k`` (every ``alpha_k`` must be one; without ``alpha``, the inputs
         go to the ``beta`` points nearest the family's data points). Needs ``K <= N``.
@@ -235,16 +236,37 @@ class GCC(Code):
             )
         alive = np.sort(_arraylib.check_alive(alive, self.num_workers))
         self._require(alive, self.min_results)
+        if self.systematic:  # the cached ones estimate only the inputs whose workers did not return
+            return self._make_decoder(alive, self.alpha)
         return self._decoder(alive)
 
+    def _missing_inputs(self, alive_sorted: np.ndarray) -> np.ndarray | None:
+        """The inputs a decode estimates (sorted): for a systematic code those whose systematic
+        worker is not in ``alive``, the others' results being their estimates bit for bit;
+        None (all of them) for a non-systematic one."""
+        if not self.systematic:
+            return None
+        missing = np.ones(self.num_inputs, dtype=bool)
+        returned = self._systematic_inputs[alive_sorted]
+        missing[returned[returned >= 0]] = False
+        return np.flatnonzero(missing)
+
     def _build_decoder(self, alive_sorted: np.ndarray):
+        missing = self._missing_inputs(alive_sorted)
+        return self._make_decoder(alive_sorted, self.alpha if missing is None else self.alpha[missing])
+
+    def _make_decoder(self, alive_sorted: np.ndarray, points: np.ndarray):
+        """The decoder at ``points`` (some of the ``alpha``: it gives there what the decoder at
+        all of them gives)."""
         knots = self.beta[alive_sorted]
         if self._blend == "gap-aware":
-            return GapAwareInterpolant(knots, self._ranks[alive_sorted], self.alpha, self.num_workers)
+            return GapAwareInterpolant(
+                knots, self._ranks[alive_sorted], points, self.num_workers, all_points=self.alpha
+            )
         if self._blend == "adaptive":
-            return AdaptiveInterpolant(knots, self.alpha)
+            return AdaptiveInterpolant(knots, points, num_points=self.num_inputs)
         # With GCV this serves only two results, where every lambda gives the same line.
-        return SplineDecoder(knots, self._lambda_dec, self.alpha)
+        return SplineDecoder(knots, self._lambda_dec, points)
 
     def _encode(self, X):
         if self.encoder is None:
@@ -255,10 +277,24 @@ class GCC(Code):
 
     def _decode(self, Y, alive):
         Y, alive = by_worker(Y, alive)
+        missing = self._missing_inputs(alive)
+        # GCV's info names the lambda it picks: with nothing missing it still picks one
+        if missing is None or missing.size == self.num_inputs or (self.gcv and missing.size == 0):
+            return self._decode_missing(Y, alive, self.alpha)
+        # a systematic code: the returned inputs' rows are their results (Code.decode_details)
+        estimates = _arraylib.empty_like_rows(Y, self.num_inputs, 0.0)
+        if missing.size == 0:
+            return estimates, {"lambda_dec": self._lambda_dec}
+        decoded, info = self._decode_missing(Y, alive, self.alpha[missing])
+        return _arraylib.set_rows(estimates, missing, decoded), info
+
+    def _decode_missing(self, Y, alive, points):
+        """Estimates at ``points`` (``alpha``, or the missing inputs' for a systematic code:
+        then the cached decoder holds just those)."""
         if self.gcv and alive.size >= 3:
             knots = self.beta[alive]
             lam = gcv_lambda(knots, _arraylib.to_float64(Y))
-            return SplineDecoder(knots, lam, self.alpha)(Y), {"lambda_dec": lam}
+            return SplineDecoder(knots, lam, points)(Y), {"lambda_dec": lam}
         if self._blend == "gap-aware":
             estimates, info = self._decoder(alive)(Y)
             return estimates, {"lambda_dec": 0.0, **info}

@@ -380,10 +380,12 @@ class AdaptiveInterpolant:
     same thing, so one decoder serves many threads. ``theta`` is computed on
     the host, in float64 (wide results are sketched in their own precision first); for torch
     tensors that require grad, autograd treats it as a constant (the gradient is the blend's
-    map at that ``theta``). No checks are performed.
+    map at that ``theta``). ``num_points`` (default ``len(points)``) sizes theta's sample: a
+    decoder for some of a set's points (a systematic code's missing inputs) passes the set's
+    size and gets the estimates the whole set's decoder gives there. No checks are performed.
     """
 
-    def __init__(self, knots: np.ndarray, points: np.ndarray):
+    def __init__(self, knots: np.ndarray, points: np.ndarray, *, num_points: int | None = None):
         self.knots, self.points = knots, points
         order = np.argsort(knots, kind="stable")
         t = knots[order]
@@ -410,7 +412,7 @@ class AdaptiveInterpolant:
             left, right = t[1:-1] - t[:-2], t[2:] - t[1:-1]
             w = (right / (left + right))[:, None]
             self.linear_loo_weights = w, 1.0 - w
-            count = max(LOO_KNOTS, points.size)
+            count = max(LOO_KNOTS, points.size if num_points is None else num_points)
             if t.size - 2 > 2 * count:
                 self._sample = count
 

@@ -297,12 +297,17 @@ class GapAwareInterpolant:
     ``knots`` in any order (row i of ``y`` belongs to ``knots[i]``), ``ranks[i]`` the
     position of ``knots[i]`` among the ``num_design`` sorted design points. Works on numpy
     arrays and torch tensors in their own type, dtype and device. Everything is built in the
-    constructor; calls only read it, so one decoder serves many threads. No checks are
-    performed.
+    constructor; calls only read it, so one decoder serves many threads. ``all_points``
+    (default ``points``), a set that ``points`` are some of, sizes what depends on the number
+    of points (theta's sample, Berrut's budget), so that the estimates at ``points`` are the
+    ones a decoder for all of them gives. No checks are performed.
     """
 
-    def __init__(self, knots: np.ndarray, ranks: np.ndarray, points: np.ndarray, num_design: int):
-        self.base = AdaptiveInterpolant(knots, points)
+    def __init__(
+        self, knots: np.ndarray, ranks: np.ndarray, points: np.ndarray, num_design: int, *, all_points=None
+    ):
+        self._all_points = points if all_points is None else all_points
+        self.base = AdaptiveInterpolant(knots, points, num_points=self._all_points.size)
         self.points, self.num_design = points, int(num_design)
         order = np.argsort(knots, kind="stable")
         self._columns = np.argsort(order)  # a sorted-order map's columns -> the knots' order
@@ -408,7 +413,8 @@ class GapAwareInterpolant:
             miss = int(rank[0]) if low else self.num_design - 1 - int(rank[-1])
             if pts.size == 0 or miss < 1:
                 continue
-            berrut = max(pts.size, 2 * MAX_EDGE_TARGETS) * n <= MAX_BERRUT_ENTRIES
+            beyond = self._all_points < t[0] if low else self._all_points > t[-1]  # Berrut's budget: all
+            berrut = max(int(np.count_nonzero(beyond)), 2 * MAX_EDGE_TARGETS) * n <= MAX_BERRUT_ENTRIES
             validation = []
             for side in (True, False):  # both ends' outermost knots, predicted from the rest
                 steps = rank - rank[0] if side else rank[-1] - rank[::-1]
