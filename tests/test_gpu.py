@@ -186,14 +186,16 @@ def test_the_round_trip_counts_against_the_banded_route():
     assert costs.banded_seconds(10, device=True) > costs.banded_seconds(10)
 
 
-def test_bacc_stays_on_the_device(pretend_device):
-    code = cc.BACC(10, 40)
-    X = torch.as_tensor(np.random.default_rng(6).normal(size=(10, 3)))
-    alive = np.sort(np.random.default_rng(7).choice(40, 30, replace=False))
+@pytest.mark.parametrize("num_inputs, num_workers", [(10, 40), (250, 2500)])  # dense maps; fast sums
+def test_bacc_stays_on_the_device(pretend_device, num_inputs, num_workers):
+    code = cc.BACC(num_inputs, num_workers)
+    X = torch.as_tensor(np.random.default_rng(6).normal(size=(num_inputs, 3)))
+    alive = np.sort(np.random.default_rng(7).choice(num_workers, num_workers * 3 // 4, replace=False))
+    code.encode(X)  # the first encode copies the map, or builds the fast sums
     estimates, encoding, decoding = _round_trip(code, X, alive)
     _assert_stays(encoding)
     _assert_stays(decoding)
-    assert decoding.uploads == []
+    assert encoding.uploads == decoding.uploads == []
     coded = _berrut(code.alpha, X.numpy(), code.beta)
     expected = _berrut(code.beta[alive], np.tanh(coded[alive]), code.alpha)
     np.testing.assert_allclose(estimates.numpy(), expected, rtol=1e-9, atol=1e-9)
