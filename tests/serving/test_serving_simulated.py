@@ -176,7 +176,7 @@ def test_runs_are_reproducible_from_the_seed():
 
 def test_under_rare_heavy_stragglers_at_half_load_the_coded_scheme_cuts_the_tail():
     service = Bimodal(base=1.0, p=0.02, slowdown=10.0)
-    arrivals = serving.poisson_arrivals(20_000, 0.5, 15, service, rng=0)
+    arrivals = serving.poisson_arrivals(10_000, 0.5, 15, service, rng=0)
     server = serving.SimulatedServer(15, service, seed=0)
     none = server.run(serving.NoRedundancy(), arrivals)
     coded = server.run(serving.Coded(cc.BACC(10, 15, systematic=True), tau=1.5, max_group_wait=5.0), arrivals)
@@ -367,3 +367,26 @@ def test_the_serving_page_example_runs(capsys):
     exec(textwrap.dedent(block), {})
     rows = capsys.readouterr().out.strip().splitlines()
     assert [row.split("'scheme': ")[1].split(",")[0] for row in rows] == ["'none'", "'hedge'", "'coded'"]
+
+
+def test_manifold_gcc_serves_short_and_full_groups_with_its_own_layouts():
+    rng = np.random.default_rng(3)
+    weights = rng.standard_normal((6, 2))
+
+    def f(x):
+        return np.tanh(x @ weights)
+
+    t = rng.uniform(0, 6, 240)  # inputs on a curve: a query's neighbours along it are informative
+    inputs = np.stack([np.cos(t), np.sin(t), np.cos(2 * t), np.sin(2 * t), t / 3, np.ones_like(t)], axis=1)
+    service = Bimodal(base=1.0, p=0.1, slowdown=10.0)
+    arrivals = serving.poisson_arrivals(240, 0.4, 12, service, rng=8)
+    scheme = serving.Coded(cc.ManifoldGCC(8, 12), tau=1.2, max_group_wait=2.0)
+    record = serving.SimulatedServer(12, service, seed=9).run(scheme, arrivals, inputs=inputs, f=f)
+    sizes = np.bincount(record.group)
+    assert sizes.max() == 8 and sizes.min() < 8  # the wait closed some groups short
+    decoded = record.outcome == DECODED
+    assert decoded.sum() >= 5 and np.all(np.isfinite(record.estimates))
+    assert np.array_equal(record.estimates[~decoded], f(inputs)[~decoded])
+    # a decode approximates f: far better than guessing the mean output
+    error = np.mean((record.estimates[decoded] - f(inputs)[decoded]) ** 2)
+    assert error < 0.5 * np.mean((f(inputs)[decoded] - f(inputs).mean(axis=0)) ** 2)

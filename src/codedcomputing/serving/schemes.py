@@ -36,7 +36,18 @@ _DECODED = 3  # records.OUTCOMES.index("decoded")
 
 
 class Scheme(ABC):
-    """The common interface (module docstring). No checks are performed in the hooks."""
+    """The common interface (module docstring). No checks are performed in the hooks.
+
+    The hooks drive the server through ``run``, whose interface is what a backend provides:
+    ``now`` (seconds), ``arrivals``, ``num_replicas``, ``cancel_useless``; ``pick(exclude)``
+    (a replica by the balancer), ``submit(replica, query, role, group=-1, index=-1)`` (a task
+    id; ``query`` -1 for a parity), ``cancel(task)`` (if not started), ``pending(task)``,
+    ``answer(query, outcome, replica)`` (True when this answered it; later calls are
+    ignored), ``answered(query)``, ``schedule(time, payload)`` (calls ``timer(run, payload)``
+    then), ``outcome_of(task)``; and per task ``t_replica``, ``t_query``, ``t_group``,
+    ``t_index``, per query ``q_tasks`` (its tasks, its primary first). A scheme holds the
+    state of one run (``prepare`` resets it): run one at a time.
+    """
 
     name: ClassVar[str]
 
@@ -216,8 +227,8 @@ class _Grouped(Scheme):
     def _closed(self, run, group):
         """The group just closed and its parities are out."""
 
-    def _deadline(self, run, query):
-        """A query's deadline fired (schemes with one)."""
+    def _deadline(self, run, group):
+        """The group's decode deadline fired (schemes with one)."""
 
     def done(self, run, task):
         group = run.t_group[task]
@@ -269,15 +280,18 @@ class Coded(_Grouped):
     - its own (systematic) task's result: ``f(x_q)``, exact;
     - a decode of its group from every result of the group arrived by then (systematic and
       parity), once the group is closed and holds at least the code's ``min_results``
-      results, and either ``tau`` seconds have passed since q's arrival or ``wait_for``
-      results of the group are in (``None``: no early decode). A query whose deadline
-      finds too few results is decoded at the result that makes it possible.
+      results, at the first of: ``tau`` seconds after the close (the parities' dispatch),
+      or ``wait_for`` results of the group in (``None``: no early decode). A deadline that
+      finds too few results decodes at the result that makes it possible.
 
-    That is :meth:`~codedcomputing.runtime.CodedExecutor.run_queries`' rule per query, its
-    clock starting at the query's own dispatch: with a whole group arriving at once on idle
-    replicas the two coincide. (A deadline counted from the group's close would decode the
-    group's last query before its own result could be back.) ``tau = 0`` decodes at the
-    close whatever is in; ``math.inf`` with ``wait_for=None`` never decodes.
+    That is :meth:`~codedcomputing.runtime.CodedExecutor.run_queries`' rule with its clock
+    starting when the group's last tasks go out: with a whole group arriving at once on idle
+    replicas the two coincide, and the group's last query (whose arrival closes a full group)
+    waits ``tau`` after its own dispatch. (A deadline counted from each query's arrival
+    would decode early queries from a handful of results, before the parities could be
+    back.) So a query waits at most about ``max_group_wait + tau`` plus the time for
+    ``min_results`` results. ``tau = 0`` decodes at the close whatever is in; ``math.inf``
+    with ``wait_for=None`` never decodes.
 
     A group closed with m < K queries uses the same code built for ``m`` inputs and
     ``m + N - K`` workers (``type(code)(**code.get_params())`` with those counts, cached),
@@ -338,33 +352,25 @@ class Coded(_Grouped):
     def prepare(self, arrivals):
         super().prepare(arrivals)
         self.min_results = [self.code_for(len(group)).min_results for group in self.members]
-        self.due: list[list[int]] = [[] for _ in self.members]
-
-    def arrive(self, run, query):
-        super().arrive(run, query)
-        if math.isfinite(self.tau):
-            run.schedule(run.now + self.tau, ("deadline", query))
+        self.due = [False] * len(self.members)
 
     def _closed(self, run, group):
+        if math.isfinite(self.tau):
+            run.schedule(run.now + self.tau, ("deadline", group))
         if self.unanswered[group]:
             self._try_decode(run, group)
 
-    def _deadline(self, run, query):
-        if not run.answered(query):
-            group = int(self.group_of[query])
-            self.due[group].append(query)
-            if self.closed[group]:
-                self._try_decode(run, group)
+    def _deadline(self, run, group):
+        self.due[group] = True
+        if self.unanswered[group]:
+            self._try_decode(run, group)
 
     def _try_decode(self, run, group):
         count = len(self.arrived[group])
-        if count < self.min_results[group]:
-            return
-        if self.wait_for is not None and count >= self.wait_for:
+        if count >= self.min_results[group] and (
+            self.due[group] or (self.wait_for is not None and count >= self.wait_for)
+        ):
             self._decode(run, group, self.members[group])
-        elif self.due[group]:
-            self._decode(run, group, self.due[group])
-            self.due[group] = []
 
     def outputs(self, record, inputs, f):
         own = _own_outputs(inputs, f)
