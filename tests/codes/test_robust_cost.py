@@ -196,3 +196,48 @@ def test_decode_keeps_the_shape_and_type_of_the_results():
     assert est.shape == (10, 2, 3) and est.dtype == np.float32
     expected, _ = reference_decode(code, Y, alive)
     np.testing.assert_allclose(est.reshape(10, 6), expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+# -- the refit of an interpolating fit on windows around changed knots ---------------------------
+
+
+@pytest.mark.parametrize("spacing", ["chebyshev", "uniform-random", "clustered"])
+def test_a_refit_on_windows_is_the_full_interpolating_fit(spacing):
+    from codedcomputing.codes.robust import _WeightedSpline
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    knots = {
+        "chebyshev": np.cos(np.linspace(np.pi, 0, n)),
+        "uniform-random": np.sort(rng.uniform(-1, 1, n)),
+        "clustered": np.sort(np.concatenate([rng.uniform(-1, 1, n - 500), rng.normal(0.3, 1e-4, 500)])),
+    }[spacing]
+    flat = np.asfortranarray(np.sin(3 * knots)[:, None] + rng.normal(0, 1e-3, (n, 4)))
+    flat[1500:1540] += 5.0  # liars: a step the fits cut out
+    first = np.ones(n)
+    first[rng.choice(n, 30, replace=False)] = 0.0
+    first[[0, 1, 1510, 1511]] = 0.0  # an end knot left out, and liars
+    second = first.copy()
+    second[[0, 1, 7, 1520, 2999]] = [1.0, 1.0, 0.0, 0.0, 0.0]  # changes at both ends and inside
+    previous = _WeightedSpline(knots, 0.0, first, flat)
+    refit = _WeightedSpline(knots, 0.0, second, flat, previous=previous)
+    full = _WeightedSpline(knots, 0.0, second, flat)
+    assert refit._refit_windows(previous) is not None  # the windows were used
+    points = np.linspace(-1.1, 1.1, 401)
+    expected = full.at(points)
+    np.testing.assert_allclose(refit.at(points), expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+    np.testing.assert_allclose(refit.squares, full.squares, rtol=1e-9, atol=1e-20)
+
+
+def test_the_benchmark_size_decode_refits(monkeypatch):
+    from codedcomputing.codes import robust
+
+    calls = []
+    refit = robust._WeightedSpline._refit
+    monkeypatch.setattr(robust._WeightedSpline, "_refit", lambda *a: calls.append(1) or refit(*a))
+    N, q = 4000, math.isqrt(4000)
+    code = cc.RobustGCC(N // 10, N, q, loss="tukey")
+    for seed in range(3):
+        Y, alive = attacked_case(N, N // 10, q, 5, "concentrated", seed=seed)
+        assert_matches_reference(code, Y, alive)
+    assert calls  # the reweighting refitted on windows at least once
