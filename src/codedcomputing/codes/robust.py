@@ -386,11 +386,11 @@ class RobustGCC(GCC):
             ):
                 break
             weights = new
-            fit = _WeightedSpline(knots, lam, weights, flat, previous=fit)
-            estimates, residual = fit.at(self.alpha), np.sqrt(fit.squares / d)
+            fit = _WeightedSpline(knots, lam, weights, flat, self.alpha, previous=fit)
+            estimates, residual = fit.estimates, np.sqrt(fit.squares / d)
         if weights is None:
             weights = np.ones(n)
-            estimates = _WeightedSpline(knots, lam, weights, flat).at(self.alpha)
+            estimates = _WeightedSpline(knots, lam, weights, flat, self.alpha).estimates
         return estimates, weights
 
     @property
@@ -540,14 +540,15 @@ class _WeightedSpline:
     interpolates the rest.
 
     Holds the second derivatives at the kept knots' interior (column-major; the natural
-    ends' are 0), the knot values ``g`` (the results themselves when interpolating) and
-    ``squares``, each knot's squared residual summed over the columns: 0 at a kept knot when
-    interpolating, so only the left-out knots are evaluated. Given the ``previous``
+    ends' are 0), the knot values ``g`` (None when interpolating: the results themselves),
+    ``estimates``, the spline at ``points`` (if given), and ``squares``, each knot's squared
+    residual summed over the columns: 0 at a kept knot when interpolating, so only the
+    left-out knots are evaluated (with the points, by one stencil). Given the ``previous``
     interpolating fit of the same results, an interpolating fit whose kept knots differ from
     it in few places re-solves only windows of ``REFIT_MARGIN`` knots around the changes and
     takes the previous second derivatives elsewhere (the same spline to rounding)."""
 
-    def __init__(self, knots, lam, weights, flat, previous: _WeightedSpline | None = None):
+    def __init__(self, knots, lam, weights, flat, points=None, previous: _WeightedSpline | None = None):
         self.all_knots, self.flat = knots, flat
         self.keep = keep = weights > 0
         self.all_kept = bool(keep.all())
@@ -558,26 +559,31 @@ class _WeightedSpline:
         self.knots = knots
         self.interpolates = knots.size == 2 or lam == 0.0
         self.smoother = _Smoother(knots, 0.0 if self.interpolates else knots.size * lam, weights)
-        kept_values = flat if self.all_kept else _rows(flat, keep)
         windows = self._refit_windows(previous)
+        self.g = None
         if windows is not None:
-            self.g, self.curvature = kept_values, self._refit(previous, windows)
-        elif self.interpolates:
-            self.g, self.curvature = kept_values, _interpolating_curvature(self.smoother, kept_values)
+            self.curvature = self._refit(previous, windows)
         else:
-            self.g, self.curvature = _solve_columns(self.smoother, kept_values)
+            kept_values = flat if self.all_kept else _rows(flat, keep)
+            if self.interpolates:
+                self.curvature = _interpolating_curvature(self.smoother, kept_values)
+            else:
+                self.g, self.curvature = _solve_columns(self.smoother, kept_values)
         self.squares = np.zeros(keep.size)
         if not self.interpolates:  # interpolated: no residual at the kept knots
             self.squares[keep] = _row_squares(kept_values - self.g)
-        if not self.all_kept:
-            left_out = ~keep
-            fitted = self.at(self.all_knots[left_out])
+        left_out = np.flatnonzero(~keep)
+        points = np.empty(0) if points is None else points
+        fitted = self.at(np.concatenate([self.all_knots[left_out], points]))
+        self.estimates = fitted[left_out.size :]
+        if left_out.size:
+            fitted = fitted[: left_out.size]
             self.squares[left_out] = _row_squares(np.subtract(_rows(flat, left_out), fitted, out=fitted))
 
     def fitted(self) -> np.ndarray:
         """The spline at every knot (``(n, d)``, a new array)."""
         if self.all_kept:
-            return np.array(self.g, order="F")
+            return np.array(self.flat if self.g is None else self.g, order="F")
         return self.at(self.all_knots)
 
     def at(self, points: np.ndarray) -> np.ndarray:
@@ -585,14 +591,19 @@ class _WeightedSpline:
         stencil = _Stencil.build(self.knots, points)
         i, w = stencil.index, stencil.weights
         m = self.knots.size
-        g, curvature = self.g.T, self.curvature.T  # (d, m) rows: gathers along them are contiguous
+        # (d, m) rows: gathers along them are contiguous
+        if self.g is None:  # interpolating: the knot values are the results at the kept knots
+            g, left, right = self.flat.T, self.kept[i], self.kept[i + 1]
+        else:
+            g, left, right = self.g.T, i, i + 1
+        curvature = self.curvature.T
         gamma_left = np.zeros((g.shape[0], points.size))  # second derivatives at knots i, i + 1
         inner = (i >= 1) & (i <= m - 2)
         gamma_left[:, inner] = curvature[:, i[inner] - 1]
         gamma_right = np.zeros((g.shape[0], points.size))
         inner = i + 1 <= m - 2
         gamma_right[:, inner] = curvature[:, i[inner]]
-        return (w[:, 0] * g[:, i] + w[:, 1] * g[:, i + 1] + w[:, 2] * gamma_left + w[:, 3] * gamma_right).T
+        return (w[:, 0] * g[:, left] + w[:, 1] * g[:, right] + w[:, 2] * gamma_left + w[:, 3] * gamma_right).T
 
     def _refit_windows(self, previous: _WeightedSpline | None) -> list[tuple[int, int]] | None:
         """The windows ``(a, b)`` (positions among the kept knots, ends included) to re-solve
