@@ -189,11 +189,6 @@ def test_read_csv_refuses_what_is_not_a_csv_of_rows(tmp_path):
         read_csv(binary)
 
 
-@pytest.fixture(scope="module")
-def stragglers_rows(trained_models):
-    return stragglers.run(stragglers.QUICK, 0, progress=False)
-
-
 @pytest.mark.slow
 def test_stragglers_rows_for_every_model_scheme_and_trial(stragglers_rows, tmp_path):
     rows = stragglers_rows
