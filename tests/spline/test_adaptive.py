@@ -270,8 +270,9 @@ def test_the_sampled_weight_keeps_the_leave_one_out_error_near_its_optimum():
             )
             decoder = AdaptiveInterpolant(t, np.linspace(-0.9, 0.9, 100))
             assert decoder.loo_rows is not None and decoder.loo_rows.size < t.size / 2, name
-            theta = decoder.weight(y)
-            assert theta == decoder.weight(y.copy())
+            theta = decoder.weight(y)  # a first call: the residuals at every knot, the sample's kept
+            assert decoder.weight(y.copy()) == pytest.approx(theta, rel=1e-9)  # then the sample's rows
+            assert decoder.weight(y.copy()) == decoder.weight(y)
             r_linear, r_cubic = linear_loo_residuals(t, y), cubic_loo_residuals(t, y)
             exact = blend_weight(r_linear, r_cubic)
 
@@ -287,7 +288,9 @@ def test_a_sampled_weight_reads_only_its_rows_and_ignores_the_knots_order():
     t = sampled_layouts(rng)["chebyshev, a block missing"]
     y = np.sin(3 * t)[:, None] + np.abs(t[:, None] - rng.uniform(-1, 1, 20))
     decoder = AdaptiveInterpolant(t, np.linspace(-0.9, 0.9, 100))
+    first = decoder.weight(y)  # solves at every knot; later calls read the sample's rows alone
     theta = decoder.weight(y)
+    assert theta == pytest.approx(first, rel=1e-9)
     unread = np.setdiff1d(np.arange(t.size), decoder.loo_rows)
     changed = y.copy()
     changed[unread] = rng.normal(size=(unread.size, 20))

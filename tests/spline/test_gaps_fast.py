@@ -44,7 +44,7 @@ def cases(rng, count):
             alive = rng.permutation(alive)
         ranks = np.argsort(np.argsort(code.beta))[alive]
         t = code.beta[alive]
-        d = int(rng.choice([1, 3, 40]))
+        d = int(rng.choice([1, 3, 32]))  # up to the sketch's width: exact
         y = np.sin(rng.uniform(1, 6, d) * t[:, None] + rng.uniform(0, 3, d)) + 0.1 * rng.normal(
             size=(t.size, d)
         )
@@ -68,6 +68,42 @@ def test_matches_the_frozen_reference_on_random_cases():
         compared += 1
         with_gaps += bool(info["gaps"])
     assert compared >= 40 and with_gaps >= 25
+
+
+def test_wide_results_get_weights_near_the_exact_ones():
+    """Results wider than SKETCH_COLUMNS are sketched before the leave-block-out fit: the
+    weights are then an estimate, the same at every call, whose leave-block-out error stays
+    near the exact weights' (the reference's, fitted on the whole results)."""
+    rng = np.random.default_rng(24)
+    code = cc.GCC(20, 100)
+    ranks_all = np.argsort(np.argsort(code.beta))
+    increases = []
+    for _ in range(12):
+        alive = cc.stragglers.contiguous(100, int(rng.integers(8, 30)), rng)
+        t, ranks = code.beta[alive], ranks_all[alive]
+        d = int(rng.choice([100, 500]))
+        y = rng.lognormal(0, 1, d) * np.sin(rng.uniform(1, 8, d) * t[:, None] + rng.uniform(0, 6, d))
+        decoder = GapAwareInterpolant(t, ranks, code.alpha, 100)
+        ((_, w),) = decoder(y)[1]["gaps"]
+        assert decoder(y.copy())[1]["gaps"][0][1] == w
+        old = gaps_reference.GapAwareInterpolant(t, ranks, code.alpha, 100)
+        (group,) = old.groups
+        host = y[old._rows]
+        total = y.sum(0)
+        residuals = []
+        for v, mean in zip(group.validation, group.means, strict=True):
+            r = np.asarray(v @ host)
+            if mean is not None:
+                indicator, block, coefficient = mean
+                r += coefficient[:, None] * (total - np.asarray(indicator @ host)[block])
+            residuals.append(r)
+        exact = gaps_reference.simplex_weights(residuals)
+
+        def error(weights, residuals=residuals):
+            return np.sum(sum(c * r for c, r in zip(weights, residuals, strict=True)) ** 2)
+
+        increases.append(error(w) / error(exact) - 1)
+    assert np.median(increases) < 0.05 and max(increases) < 0.5
 
 
 def test_matches_the_reference_through_gcc_for_huge_and_float32_results():

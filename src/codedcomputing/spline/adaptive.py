@@ -269,11 +269,12 @@ def _sample(t: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
     return targets, np.where(certain[targets], 1.0, np.sqrt(rest))
 
 
-def _sampled_rows(t: np.ndarray, cubic: _CubicLeaveOneOut, count: int) -> _ResidualRows:
-    """The residuals at the knots of :func:`_sample`, weighted so that theta's sums over them
-    estimate the sums over all, as a sparse matrix over the knots its rows touch."""
+def _sampled_rows(t: np.ndarray, cubic: _CubicLeaveOneOut, count: int, sample=None) -> _ResidualRows:
+    """The residuals at the knots of :func:`_sample` (``sample``: its result, if at hand),
+    weighted so that theta's sums over them estimate the sums over all, as a sparse matrix
+    over the knots its rows touch."""
     n = t.size
-    targets, scale = _sample(t, count)
+    targets, scale = _sample(t, count) if sample is None else sample
     linear = (_linear_rows(t, targets) * scale[:, None]).ravel()
     weights, columns, counts = cubic._row_entries(targets)
     weights *= np.repeat(scale, counts)
@@ -406,7 +407,8 @@ class AdaptiveInterpolant:
         self._clamped, self._cubic, self._calls = clamped, None, 0
         # theta's pieces: the cubic's recurrence, or (many more knots than points) the sampled
         # residuals as one matrix, built at the first call
-        self.cubic_loo = self._residual_rows = self._sample = None
+        self.cubic_loo = self._residual_rows = self._sample = self._sample_knots = None
+        self._weighed = False  # a call has fitted theta
         if t.size >= 4:
             self.cubic_loo = _CubicLeaveOneOut(t)
             left, right = t[1:-1] - t[:-2], t[2:] - t[1:-1]
@@ -449,6 +451,8 @@ class AdaptiveInterpolant:
         there, at no cost of building; later calls go to :attr:`cubic`, which builds its map
         once that pays."""
         first_call, self._calls = self._calls == 0, self._calls + 1
+        if shared is not None and shared[1] is None:  # theta's values were sketched
+            shared = None
         if not (
             first_call
             and self.cubic_loo is not None
@@ -481,12 +485,21 @@ class AdaptiveInterpolant:
         """theta's sampled residuals as one matrix (many more knots than points), or None
         where a call solves for the residuals at every knot (:meth:`weight`)."""
         if self._residual_rows is None and self._sample is not None:
-            self._residual_rows = _sampled_rows(self.sorted_knots, self.cubic_loo, self._sample)
+            self._residual_rows = _sampled_rows(self.sorted_knots, self.cubic_loo, self._sample, self.sample)
         return self._residual_rows
 
     @property
+    def sample(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """theta's sample (:func:`_sample`: the knots and the square roots of their weights), or
+        None where theta's sums run over every interior knot."""
+        if self._sample_knots is None and self._sample is not None:
+            self._sample_knots = _sample(self.sorted_knots, self._sample)
+        return self._sample_knots
+
+    @property
     def loo_rows(self) -> np.ndarray | None:
-        """The rows of the results theta reads, in the order it reads them (None: all, as given)."""
+        """The rows of the results theta reads through :attr:`residual_rows`, in the order it
+        reads them (None: all, as given)."""
         rows = self.residual_rows
         if rows is not None:
             return rows.knots if self.order is None else self.order[rows.knots]
@@ -497,14 +510,24 @@ class AdaptiveInterpolant:
         return self.weight_and_curvatures(y)[0]
 
     def weight_and_curvatures(self, y) -> tuple[float, tuple | None]:
-        """``(theta, shared)``: ``shared`` is what :meth:`cubic_values` can reuse of theta's
-        solve (the sorted float64 results and the cubic's curvatures at the interior knots)
-        when that solve ran on the results themselves (numpy, unsketched, every knot), else
-        None."""
+        """``(theta, shared)``: ``shared`` is what later steps of the call can reuse of theta's
+        solve: ``(values, curvatures)``, the results at every knot in sorted order as theta
+        read them (float64, sketched when wider than :data:`SKETCH_COLUMNS`), and the cubic's
+        curvatures at the interior knots when they are the results' own (numpy, unsketched;
+        else None); None when theta read only a sample's rows or rescaled the results.
+
+        With theta's sums on a sample, a decoder's first call of width up to
+        :data:`SKETCH_COLUMNS` solves at every knot and keeps the sample's residuals (``O(n
+        d)``, no rows to build: what a decoder used once wants); later and wider calls build
+        :attr:`residual_rows` once and read only the knots they touch. The two agree to
+        rounding (the rows drop weights below
+        :data:`~codedcomputing.spline.maps.TRUNCATION` of their largest)."""
         if self.cubic_loo is None:  # through 2 or 3 knots, leaving one out leaves a line
             return 1.0, None
         flat = y.reshape(y.shape[0], -1)
-        rows = self.loo_rows
+        first_call, self._weighed = not self._weighed, True
+        by_rows = self._sample is not None and not (first_call and flat.shape[1] <= SKETCH_COLUMNS)
+        rows = self.loo_rows if by_rows else self.order
         if rows is not None:
             flat = _arraylib.take_rows(flat, rows)
         if flat.shape[1] > SKETCH_COLUMNS:
@@ -512,18 +535,24 @@ class AdaptiveInterpolant:
         else:
             values = _arraylib.to_float64(flat)
         scale = float(np.max(np.abs(values), initial=0.0))
-        exact = isinstance(y, np.ndarray) and flat.shape[1] <= SKETCH_COLUMNS and 1e-100 < scale < 1e100
+        shareable = not by_rows and 1e-100 < scale < 1e100
+        exact = shareable and isinstance(y, np.ndarray) and flat.shape[1] <= SKETCH_COLUMNS
         if not 1e-150 < scale < 1e150:  # theta is scale-free; 1e300 results overflow the solve
             if not 0.0 < scale < np.inf:
                 return 1.0, None
             values = values / scale
-        if self._residual_rows is not None:
+        if by_rows:
             both = np.asarray(self._residual_rows.matrix @ values)
             return _theta(both[: both.shape[0] // 2], both[both.shape[0] // 2 :]), None
         w, complement = self.linear_loo_weights  # linear_loo_residuals, its weights kept
         r_linear = values[1:-1] - (w * values[:-2] + complement * values[2:])
         r_cubic, curvatures = self.cubic_loo.residuals_and_curvatures(values)
-        return _theta(r_linear, r_cubic), ((values, curvatures) if exact else None)
+        shared = (values, curvatures if exact else None) if shareable else None
+        if self._sample is not None:  # the sample's residuals, weighted
+            targets, weights = self.sample
+            r_linear = r_linear[targets - 1] * weights[:, None]
+            r_cubic = r_cubic[targets - 1] * weights[:, None]
+        return _theta(r_linear, r_cubic), shared
 
     def linear_values(self, y):
         """``L`` at the points: :attr:`linear` applied. Small float32 and float64 numpy results

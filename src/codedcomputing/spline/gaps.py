@@ -18,11 +18,14 @@ blocks of returned results spanning ``m + 1`` design steps, overlapping no gap a
 evenly over the knots, are dropped one at a time and predicted from the knots around them
 (the chord of the block's two neighbours, a natural cubic through :data:`WINDOW` knots each
 side, and the mean of the other results); the weights minimise the summed squared error of
-the blend on those blocks (all output coordinates together). One set of weights per gap
-size per call. When no block of that span fits, the gap takes ``L``. The single-point
-leave-one-out that picks the adaptive blend's ``theta`` is blind to gaps: a cubic that is
-right between neighbouring knots can swing across ten missing ones, and far from its knots
-the average output is a better guess than either interpolant.
+the blend on those blocks (all output coordinates together; results wider than
+:data:`~codedcomputing.spline.adaptive.SKETCH_COLUMNS` are first summarised by the CountSketch
+that theta's sums use, which keeps the squared errors in expectation at a fraction of the
+cost). One set of weights per gap size per call. When no block of that span fits, the gap
+takes ``L``. The single-point leave-one-out that picks the adaptive blend's ``theta`` is
+blind to gaps: a cubic that is right between neighbouring knots can swing across ten
+missing ones, and far from its knots the average output is a better guess than either
+interpolant.
 
 **Beyond an end** where ``miss`` design points are missing, the estimate is a blend, with
 weights on the simplex, of four extrapolants: the end value held, the end chord's line, the
@@ -54,7 +57,7 @@ import numpy as np
 from scipy.linalg.lapack import dpttrf, dpttrs
 
 from .. import _arraylib
-from .adaptive import AdaptiveInterpolant
+from .adaptive import SKETCH_COLUMNS, AdaptiveInterpolant, _sketch
 from .berrut import berrut_matrix
 from .reinsch import smoothing_matrix
 
@@ -316,6 +319,7 @@ class GapAwareInterpolant:
         self.groups: list[_Group] = []
         self._plan = None
         self._rows = np.zeros(0, dtype=np.intp)  # the rows of the results the gap weights read
+        self._sorted_rows = self._rows  # the same, as positions among the sorted knots
         if t.size >= 4:
             self._interior_groups(t, rank)
             self._edge_groups(t, rank)
@@ -323,7 +327,7 @@ class GapAwareInterpolant:
             if self._plan is not None:  # the plan's positions, from its rows to all rows
                 for key in ("target", "s", "e", "window"):
                     self._plan[key] = self._rows[self._plan[key]]
-            self._rows = np.arange(t.size)
+            self._rows, self._sorted_rows = np.arange(t.size), self._columns
 
     # ------------------------------------------------------------------ building
     def _to_given(self, sorted_map: np.ndarray) -> np.ndarray:
@@ -384,7 +388,8 @@ class GapAwareInterpolant:
         h2 = h * h / 6.0
         read = np.zeros(n, dtype=bool)
         read[window] = read[target] = True
-        self._rows = self._order[read]
+        self._sorted_rows = np.flatnonzero(read)
+        self._rows = self._order[self._sorted_rows]
         position = np.cumsum(read) - 1
         return {
             "target": position[target],
@@ -445,7 +450,7 @@ class GapAwareInterpolant:
     # ------------------------------------------------------------------ calling
     def __call__(self, y):
         theta, shared = self.base.weight_and_curvatures(y)
-        weights = theta, self._group_weights(y)
+        weights = theta, self._group_weights(y, None if shared is None else shared[0])
         info = {
             "theta": theta,
             "gaps": [(g.label, tuple(map(float, w))) for g, w in zip(self.groups, weights[1], strict=True)],
@@ -457,14 +462,23 @@ class GapAwareInterpolant:
         in float64 on the host. :meth:`apply` with them is linear in ``y``."""
         return self.base.weight(y), self._group_weights(y)
 
-    def _group_weights(self, y) -> list[np.ndarray]:
+    def _group_weights(self, y, sorted_values=None) -> list[np.ndarray]:
+        """The groups' weights; ``sorted_values``: the results at the sorted knots as theta's
+        fit read them (float64, sketched if wide), to read rather than gather again."""
         if not self.groups:
             return []
         flat_y = y.reshape(y.shape[0], -1)
         host = total = None
-        if self._rows.size:
-            host = _arraylib.to_float64(_arraylib.take_rows(flat_y, self._rows))
-            total = _arraylib.to_float64(flat_y.sum(0)[None])[0]
+        if self._rows.size and sorted_values is not None:
+            host, total = sorted_values[self._sorted_rows], sorted_values.sum(0)
+        elif self._rows.size:
+            rows, total = _arraylib.take_rows(flat_y, self._rows), flat_y.sum(0)[None]
+            if flat_y.shape[1] > SKETCH_COLUMNS:  # the residuals are linear in y: sketched as theta's are
+                host = _sketch(_arraylib.convert_like(rows, self.points))
+                total = _sketch(_arraylib.convert_like(total, self.points))[0]
+            else:
+                host, total = _arraylib.to_float64(rows), _arraylib.to_float64(total)[0]
+        if host is not None:
             scale = float(np.max(np.abs(host), initial=0.0))
             if 0.0 < scale < np.inf and not 1e-100 < scale < 1e100:  # the weights are scale-free;
                 host, total = host / scale, total / scale  # curvatures (~ y / h^2) would overflow
