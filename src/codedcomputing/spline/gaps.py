@@ -312,10 +312,11 @@ class GapAwareInterpolant:
         self._all_points = points if all_points is None else all_points
         self.base = AdaptiveInterpolant(knots, points, num_points=self._all_points.size)
         self.points, self.num_design = points, int(num_design)
-        order = np.argsort(knots, kind="stable")
-        self._columns = np.argsort(order)  # a sorted-order map's columns -> the knots' order
-        self._order = order
-        t, rank = knots[order], np.asarray(ranks)[order]
+        order = self.base.order  # None: sorted already
+        self._order = np.arange(knots.size) if order is None else order
+        self._columns = self._order if order is None else np.argsort(order)  # sorted -> given
+        t = self.base.sorted_knots
+        rank = np.asarray(ranks) if order is None else np.asarray(ranks)[order]
         self.groups: list[_Group] = []
         self._plan = None
         self._rows = np.zeros(0, dtype=np.intp)  # the rows of the results the gap weights read
@@ -347,7 +348,7 @@ class GapAwareInterpolant:
         np.cumsum(gap, out=gaps_before[1:])
         start, start_rank, start_gaps = np.arange(n - 2), rank[:-2] + 1, gaps_before[:-2]
         picked_s, picked_e = [], []
-        for m in np.unique(missing[candidate]).tolist():
+        for m in sorted(set(missing[candidate].tolist())):
             pts = np.flatnonzero(candidate & (missing == m))
             end = np.searchsorted(rank, start_rank + m, side="left")  # the first knot m + 1 steps on
             ok = end - start >= 2
