@@ -112,7 +112,9 @@ class RobustGCC(GCC):
        ``f`` leaves honest residuals near 0), kept fixed so that an honest
        result rejected at the start returns once the fit follows its neighbours. Then one
        weighted smoothing spline (:func:`codedcomputing.spline.fit` with ``weights``) per
-       iteration, up to ``iterations``: ``O(N d)`` for the start and for each fit. A
+       iteration, up to ``iterations``: ``O(N d)`` for the start and for each fit (at
+       ``lambda_dec = 0``, a fit whose kept results differ from the previous fit's in a few
+       places is re-solved only near them: the same spline to rounding). A
        worker's weight is shared by its output coordinates (a worker lies or does not).
        Tukey's loss gives weight 0 to at most ``2q`` results (those farthest from the fit;
        others beyond its cut keep a weight of 1e-3): with at most ``q`` liars, a steep
@@ -426,7 +428,8 @@ def _block_medians(knots: np.ndarray, values: np.ndarray, size: int, points: np.
     head = (blocks - 1) * size  # blocks of exactly `size`, then the last one with the rest
     d = values.shape[1]
     starts = np.arange(blocks) * size
-    counts = np.r_[np.full(blocks - 1, size), n - head]
+    counts = np.full(blocks, size)
+    counts[-1] = n - head
     centres = (knots[starts + (counts - 1) // 2] + knots[starts + counts // 2]) / 2  # sorted knots
     # Transposed, a row per column: for column-major values (the decoder's) the blocks are
     # contiguous runs, and the joined medians come out column-major too.
@@ -528,8 +531,9 @@ def _row_squares(x: np.ndarray) -> np.ndarray:
 # A change of the knots moves the interpolating spline's second derivatives by at most
 # 2^(1 - m) of the change's own size m knots away (the system R gamma = Q^T y is tridiagonal
 # with off-diagonals summing to half the diagonal, whatever the spacing: |R^-1_ij| <=
-# 2^(1 - |i - j|) / R_ii). Re-solved on windows this far beyond the changes, a refit agrees with
-# the full solve far below rounding (2^-63).
+# 2^(1 - |i - j|) / R_jj, a Neumann series). Re-solved on windows this far beyond the changes
+# (the second derivatives at their ends held), a refit agrees with the full solve far below
+# rounding (2^-63 of the change).
 REFIT_MARGIN = 64
 
 
