@@ -346,7 +346,8 @@ class RobustGCC(GCC):
 
     def _reweighted(self, knots: np.ndarray, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Iteratively reweighted smoothing splines (step 3): the estimates at ``alpha`` and
-        the final weights (in the order of ``knots``, sorted)."""
+        the final weights (in the order of ``knots``, sorted). ``flat``, column-major, is
+        overwritten."""
         lam, d = self._lambda_dec, max(flat.shape[1], 1)
         n, q = knots.size, self.num_adversaries
         if flat.shape[1] == 0:  # nothing to fit
@@ -355,7 +356,8 @@ class RobustGCC(GCC):
         # without a temporary of its size)
         unit = max(float(flat.max(initial=0.0)), -float(flat.min(initial=0.0)))
         if unit > 0 and np.isfinite(unit) and unit != 1.0:
-            estimates, weights = self._reweighted(knots, flat / unit)
+            # in place: flat is the decode's own (gathered, then clipped) copy
+            estimates, weights = self._reweighted(knots, np.divide(flat, unit, out=flat))
             return estimates * unit, weights
         if self.start == "median" and q > 0 and n >= 2 * (2 * q + 1):
             start = _block_medians(knots, flat, 2 * q + 1)
