@@ -31,15 +31,15 @@ def bootstrap_mean(values, draws: int = 2000) -> tuple[float, float, float]:
     return float(values.mean()), *np.quantile(boots, [0.025, 0.975]).tolist()
 
 
-def schemes(replicas: int, group: int, tau: float, hedge: float):
+def schemes(replicas: int, group: int, tau: float, hedge: float, wait: float):
     return {
         "none": serving.NoRedundancy(),
         "replication x2": serving.Replication(2),
         f"hedge after {hedge:g}": serving.Hedge(hedge),
         f"coded BACC {group}/{replicas}": serving.Coded(
-            cc.BACC(group, replicas, systematic=True), tau=tau, max_group_wait=5.0
+            cc.BACC(group, replicas, systematic=True), tau=tau, max_group_wait=wait
         ),
-        "parm k=2": serving.ParM(2, max_group_wait=5.0),
+        "parm k=2": serving.ParM(2, max_group_wait=wait),
     }
 
 
@@ -52,6 +52,7 @@ def main() -> None:
     parser.add_argument("--p", type=float, default=0.01, help="probability a task is a straggler (x10)")
     parser.add_argument("--tau", type=float, default=1.5)
     parser.add_argument("--hedge", type=float, default=1.5)
+    parser.add_argument("--group-wait", type=float, default=5.0, help="max_group_wait of coded and parm")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args()
@@ -64,7 +65,7 @@ def main() -> None:
     print("\n1. simulator speed (timing only, one core), median of", args.repeats, "runs")
     arrivals = serving.poisson_arrivals(args.queries, args.load, args.replicas, service, rng=0)
     server = serving.SimulatedServer(args.replicas, service, seed=0)
-    for name, scheme in schemes(args.replicas, args.group, args.tau, args.hedge).items():
+    for name, scheme in schemes(args.replicas, args.group, args.tau, args.hedge, args.group_wait).items():
         seconds = []
         for _ in range(args.repeats):
             start = time.perf_counter()
@@ -79,7 +80,7 @@ def main() -> None:
     for seed in range(args.seeds):
         arrivals = serving.poisson_arrivals(args.queries, args.load, args.replicas, service, rng=1000 + seed)
         server = serving.SimulatedServer(args.replicas, service, seed=seed)
-        for name, scheme in schemes(args.replicas, args.group, args.tau, args.hedge).items():
+        for name, scheme in schemes(args.replicas, args.group, args.tau, args.hedge, args.group_wait).items():
             summary = server.run(scheme, arrivals).summary()
             row = rows.setdefault(name, {})
             for key in ("p50", "p99", "p99.9", "exact_fraction", "utilisation", "extra_load"):
