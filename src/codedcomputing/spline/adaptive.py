@@ -446,10 +446,11 @@ class AdaptiveInterpolant:
 
     def cubic_values(self, y, shared=None):
         """``C`` at the points (clamped into the knots' range). A decoder's first call on numpy
-        results solves for the curvatures itself (or takes them from theta's solve:
-        ``shared``, the sorted float64 results and their curvatures) and evaluates the cubic
-        there, at no cost of building; later calls go to :attr:`cubic`, which builds its map
-        once that pays."""
+        results of width up to :data:`SKETCH_COLUMNS` solves for the curvatures itself (or
+        takes them from theta's solve: ``shared``, the sorted float64 results and their
+        curvatures) and evaluates the cubic there, at no cost of building; wider and later
+        calls go to :attr:`cubic`, which picks a map or a solve by their predicted costs and
+        builds its map once that pays."""
         first_call, self._calls = self._calls == 0, self._calls + 1
         if shared is not None and shared[1] is None:  # theta's values were sketched
             shared = None
@@ -459,7 +460,8 @@ class AdaptiveInterpolant:
             and isinstance(y, np.ndarray)
             and y.dtype in _GATHERED
             and y.size
-        ):
+            and (shared is not None or y.size <= SKETCH_COLUMNS * y.shape[0])
+        ):  # wide results: the decoder's cost model may prefer its map to a solve
             return self.cubic(y)
         if shared is None:
             values = _arraylib.to_float64(y)

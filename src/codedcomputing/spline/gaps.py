@@ -531,9 +531,12 @@ class GapAwareInterpolant:
     def _apply(self, y, weights: tuple[float, list[np.ndarray]], shared=None):
         theta, fitted = weights
         linear = self.base.linear_values(y)
-        if theta == 0.0 and not self.groups:
+        uses_cubic = theta != 0.0 or any(
+            g.maps is None and w[1] != 0.0 for g, w in zip(self.groups, fitted, strict=True)
+        )
+        if not uses_cubic and not self.groups:
             return linear
-        cubic = self.base.cubic_values(y, shared)
+        cubic = self.base.cubic_values(y, shared) if uses_cubic else linear
         estimates = linear if theta == 0.0 else linear + theta * (cubic - linear)
         if not self.groups:
             return estimates
