@@ -10,7 +10,9 @@ Every repeat draws one alive set and one attack per (N, width) and decodes it wi
 loss (paired: the same results for all), the sizes and losses timed in turn and the order
 rotated from one repeat to the next, so that the machine's noise falls on all alike. Prints
 median ms per (loss, width, N) and t(8000) / t(1000), each with a 95% bootstrap interval over
-the repeats (the goal of issue 22: at most 10).
+the repeats (the goal of issue 22: at most 10), twice: wall-clock, and this thread's CPU time
+(``time.thread_time``), which leaves out the waits for a core on a machine shared with other
+work (the decode runs on one thread).
 
 ``--baseline REV`` also times ``codes/robust.py`` as it was at git revision ``REV`` (loaded
 beside the current one, same draws, interleaved): a paired before/after in one run; it
