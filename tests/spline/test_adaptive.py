@@ -302,16 +302,19 @@ def test_a_sampled_weight_reads_only_its_rows_and_ignores_the_knots_order():
 
 
 @pytest.mark.parametrize("n", [30, 200])
-def test_the_recurrence_gives_the_exact_weight(n):
-    """Up to twice LOO_KNOTS knots every call solves for the residuals at every knot (no
-    matrix of them is built): exact for results up to the sketch width."""
+def test_the_dense_and_recurrence_paths_give_the_exact_weight(n):
+    """A first call solves for the residuals at every knot; later ones, with few knots, take
+    them as one dense product (more knots: the recurrence again). Both exact for results up
+    to the sketch width."""
     rng = np.random.default_rng(n)
     t = np.sort(rng.uniform(-1, 1, n))
     y = np.sin(rng.uniform(1, 5, 7) * t[:, None]) + np.abs(t[:, None] - 0.1)
     decoder = AdaptiveInterpolant(t, np.zeros(2))
-    assert decoder.residual_rows is None
     expected = blend_weight(linear_loo_residuals(t, y), cubic_loo_residuals(t, y))
     assert decoder.weight(y) == pytest.approx(expected, rel=1e-12)
+    assert decoder._residual_rows is None
+    assert decoder.weight(y) == pytest.approx(expected, rel=1e-12)
+    assert (decoder._residual_rows is not None) == (n <= 64)
 
 
 def test_wide_float32_results_are_sketched_in_float32_without_overflow():

@@ -22,10 +22,11 @@ and ``K_jj`` needs only three diagonals of ``R^{-1}``, which the forward and the
 ``LDL^T`` factorisations of the tridiagonal ``R`` give in ``O(n)`` (the inverse's diagonal
 is ``1 / (d_fwd + d_bwd - diag R)``; its off-diagonals follow from the factor).
 
-A call solves for both residuals at every knot, ``O(n d)``, as the fit itself does (a
-dense matrix of them, built once per set of knots, cost more than the solve it saved in a
-decoder used once: a new alive set at every decode, as a serving master sees). Many
-more knots than points (more than twice ``count = max(LOO_KNOTS, len(points))`` interior
+A decoder's first call solves for both residuals at every knot, ``O(n d)``, as the fit
+itself does; a matrix of them, built once per set of knots, pays only from a second call on
+(a serving master sees a new alive set at nearly every decode), so later calls build it:
+with few knots (at most :data:`DENSE_LOO_KNOTS`) a dense one, both residuals in one product.
+Many more knots than points (more than twice ``count = max(LOO_KNOTS, len(points))`` interior
 ones): theta's two sums are estimated on a weighted sample of the interior knots, fixed per
 set of knots (:func:`_sampled_rows`): the knots beside the widest brackets (gaps, whose
 residuals dominate) and ``count`` more in blocks of :data:`LOO_BLOCK` spread evenly. Their
@@ -58,6 +59,8 @@ __all__ = ["AdaptiveInterpolant", "blend_weight", "cubic_loo_residuals", "linear
 # reaches ~25 knots each side: a block's rows share the results they read).
 LOO_KNOTS = 256
 LOO_BLOCK = 64
+# Up to this many knots, theta's residuals are one dense product from a decoder's second call on.
+DENSE_LOO_KNOTS = 64
 # A bracket this many times wider than its neighbours' median is a gap: its knots are always sampled.
 WIDE_BRACKET = 3.0
 _ROW_CHUNK = 512  # rows of K built at a time (larger temporaries fall out of cache)
@@ -238,6 +241,17 @@ def _linear_rows(t: np.ndarray, targets: np.ndarray) -> np.ndarray:
     return np.stack([-w, np.ones_like(w), w - 1.0], axis=1)
 
 
+def _dense_rows(t: np.ndarray, cubic: _CubicLeaveOneOut) -> _ResidualRows:
+    """Every interior knot's residuals as a dense matrix (few knots: one small product)."""
+    n = t.size
+    targets = np.arange(1, n - 1)
+    linear = np.zeros((n - 2, n))
+    linear[targets[:, None] - 1, targets[:, None] + np.arange(-1, 2)] = _linear_rows(t, targets)
+    matrix = np.concatenate([linear, cubic(np.eye(n))])
+    matrix.flags.writeable = False
+    return _ResidualRows(matrix, np.arange(n), targets, np.ones(n - 2))
+
+
 def _sample(t: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
     """``(targets, scale)``: the interior knots whose residuals estimate theta's sums over all,
     and the square root of each one's weight in them.
@@ -409,12 +423,14 @@ class AdaptiveInterpolant:
         # residuals as one matrix, built at the first call
         self.cubic_loo = self._residual_rows = self._sample = self._sample_knots = None
         self._weighed = False  # a call has fitted theta
+        self._dense = False
         if t.size >= 4:
             self.cubic_loo = _CubicLeaveOneOut(t)
             left, right = t[1:-1] - t[:-2], t[2:] - t[1:-1]
             w = (right / (left + right))[:, None]
             self.linear_loo_weights = w, 1.0 - w
             count = max(LOO_KNOTS, points.size if num_points is None else num_points)
+            self._dense = t.size <= DENSE_LOO_KNOTS
             if t.size - 2 > 2 * count:
                 self._sample = count
 
@@ -484,9 +500,12 @@ class AdaptiveInterpolant:
 
     @property
     def residual_rows(self) -> _ResidualRows | None:
-        """theta's sampled residuals as one matrix (many more knots than points), or None
-        where a call solves for the residuals at every knot (:meth:`weight`)."""
-        if self._residual_rows is None and self._sample is not None:
+        """theta's residuals as one matrix (few knots: dense; many more knots than points:
+        sampled), or None where every call solves for the residuals at every knot
+        (:meth:`weight`). Built on first use."""
+        if self._residual_rows is None and self._dense:
+            self._residual_rows = _dense_rows(self.sorted_knots, self.cubic_loo)
+        elif self._residual_rows is None and self._sample is not None:
             self._residual_rows = _sampled_rows(self.sorted_knots, self.cubic_loo, self._sample, self.sample)
         return self._residual_rows
 
@@ -518,17 +537,20 @@ class AdaptiveInterpolant:
         curvatures at the interior knots when they are the results' own (numpy, unsketched;
         else None); None when theta read only a sample's rows or rescaled the results.
 
-        With theta's sums on a sample, a decoder's first call of width up to
-        :data:`SKETCH_COLUMNS` solves at every knot and keeps the sample's residuals (``O(n
-        d)``, no rows to build: what a decoder used once wants); later and wider calls build
-        :attr:`residual_rows` once and read only the knots they touch. The two agree to
-        rounding (the rows drop weights below
-        :data:`~codedcomputing.spline.maps.TRUNCATION` of their largest)."""
+        A decoder's first call solves at every knot (``O(n d)``, no matrix to build: what a
+        decoder used once wants); later calls build :attr:`residual_rows` once where there
+        is one (few knots: a dense product; a sample of many: only the knots its rows touch,
+        which wide first calls use too). The two agree to rounding (sampled rows drop
+        weights below :data:`~codedcomputing.spline.maps.TRUNCATION` of their largest)."""
         if self.cubic_loo is None:  # through 2 or 3 knots, leaving one out leaves a line
             return 1.0, None
         flat = y.reshape(y.shape[0], -1)
         first_call, self._weighed = not self._weighed, True
-        by_rows = self._sample is not None and not (first_call and flat.shape[1] <= SKETCH_COLUMNS)
+        # a decoder used once solves (its rows would cost more than they save); a sample's rows
+        # also serve wide first calls (the sketch then reads only the rows they touch)
+        by_rows = (self._dense and not first_call) or (
+            self._sample is not None and not (first_call and flat.shape[1] <= SKETCH_COLUMNS)
+        )
         rows = self.loo_rows if by_rows else self.order
         if rows is not None:
             flat = _arraylib.take_rows(flat, rows)
