@@ -2,8 +2,12 @@
 
 Every scheme is one object with a ``name`` and three hooks the server's event loop calls:
 ``arrive(run, q)`` when query q arrives, ``timer(run, payload)`` when a timer it set fires, and
-``done(run, task)`` when one of its tasks finishes; ``outputs(record, inputs, f)`` computes
-the answers afterwards. A task is one call of ``f`` on one input on one replica.
+``done(run, task)`` when one of its tasks finishes. A task is one call of ``f`` on one input on
+one replica. The same hooks drive both backends: on the virtual clock
+(:class:`~codedcomputing.serving.SimulatedServer`) ``outputs(record, inputs, f)`` computes the
+answers afterwards; on a live backend (``run.live``, :class:`~codedcomputing.serving.ThreadServer`)
+a group's parity inputs are encoded when it closes and a decode runs when it answers, on the
+results that arrived.
 
 - :class:`NoRedundancy` (``"none"``): one task per query.
 - :class:`Replication` (``"replication"``): ``copies`` tasks per query on distinct replicas,
@@ -20,6 +24,7 @@ the answers afterwards. A task is one call of ``f`` on one input on one replica.
 from __future__ import annotations
 
 import math
+import time
 from abc import ABC
 from typing import ClassVar
 
@@ -39,14 +44,20 @@ class Scheme(ABC):
     """The common interface (module docstring). No checks are performed in the hooks.
 
     The hooks drive the server through ``run``, whose interface is what a backend provides:
-    ``now`` (seconds), ``arrivals``, ``num_replicas``, ``cancel_useless``; ``pick(exclude)``
-    (a replica by the balancer), ``submit(replica, query, role, group=-1, index=-1)`` (a task
-    id; ``query`` -1 for a parity), ``cancel(task)`` (if not started), ``pending(task)``,
-    ``answer(query, outcome, replica)`` (True when this answered it; later calls are
-    ignored), ``answered(query)``, ``schedule(time, payload)`` (calls ``timer(run, payload)``
-    then), ``outcome_of(task)``; and per task ``t_replica``, ``t_query``, ``t_group``,
-    ``t_index``, per query ``q_tasks`` (its tasks, its primary first). A scheme holds the
-    state of one run (``prepare`` resets it): run one at a time.
+    ``now`` (seconds), ``arrivals`` (the arrival times known so far: all of them on the
+    virtual clock), ``last_query`` (the last query's index when known, else -1),
+    ``num_replicas``, ``cancel_useless``, ``live``; ``pick(exclude)`` (a replica by the
+    balancer), ``submit(replica, query, role, group=-1, index=-1, x=None, fn=None)`` (a task
+    id; ``query`` -1 for a parity, whose input ``x`` a live backend needs, run by ``fn``
+    instead of ``f`` if given), ``cancel(task)`` (if not started), ``pending(task)``,
+    ``answer(query, outcome, replica, task=-1, value=None, exact=True)`` (True when this
+    answered it; later calls are ignored; a live backend answers with ``task``'s output or
+    ``value``), ``answered(query)``, ``schedule(time, payload)`` (calls ``timer(run,
+    payload)`` then), ``outcome_of(task)``; live only: ``input(query)``, ``output(task)``,
+    ``f_zero()`` (``f`` of a zero input), ``account(kind, seconds)`` (the master's work); and
+    per task ``t_replica``, ``t_query``, ``t_group``, ``t_index``, per query ``q_tasks`` (its
+    tasks, its primary first). A scheme holds the state of one run (``prepare`` resets it):
+    run one at a time.
     """
 
     name: ClassVar[str]
@@ -64,7 +75,15 @@ class Scheme(ABC):
         """A timer this scheme set fired (none by default)."""
 
     def done(self, run, task: int) -> None:
-        run.answer(run.t_query[task], run.outcome_of(task), run.t_replica[task])
+        run.answer(run.t_query[task], run.outcome_of(task), run.t_replica[task], task)
+
+    def flush(self, run) -> None:  # noqa: B027 - a hook
+        """No more queries will arrive (a live backend closing): close what waits for more."""
+
+    def recoverable(self, run, query: int) -> bool:
+        """Whether unanswered ``query``, none of whose own tasks is pending, may still be answered
+        (a live backend fails it otherwise: its tasks failed)."""
+        return False
 
     def outputs(self, record, inputs, f):
         """``(estimates, exact)`` of every query: ``f`` on its own input (all exact)."""
@@ -139,38 +158,21 @@ class Hedge(Scheme):
             first = run.t_replica[run.q_tasks[query][0]]
             run.submit(run.pick((first,)), query, HEDGE)
 
+    def recoverable(self, run, query):
+        return len(run.q_tasks[query]) < 2  # the backup is still to be sent
+
     def __repr__(self) -> str:
         return f"Hedge(delay={self.delay:g})"
 
 
-def _groups(arrivals: np.ndarray, size: int, max_wait: float):
-    """``(group_of, members, close_at)``: queries in arrival order form groups of ``size``; a
-    group closes at its ``size``-th arrival or ``max_wait`` after its first, whichever is
-    first (an arrival exactly then starts the next group); the last group closes at the last
-    arrival when ``max_wait`` is infinite. No checks are performed."""
-    group_of = np.empty(arrivals.size, dtype=np.int64)
-    members: list[list[int]] = []
-    close_at: list[float] = []
-    times = arrivals.tolist()
-    for q, t in enumerate(times):
-        if not members or len(members[-1]) == size or t >= times[members[-1][0]] + max_wait:
-            if members:
-                close_at.append(_close(members[-1], times, size, max_wait))
-            members.append([])
-        members[-1].append(q)
-        group_of[q] = len(members) - 1
-    close_at.append(_close(members[-1], times, size, max_wait))
-    return group_of, members, close_at
-
-
-def _close(group: list[int], times: list[float], size: int, max_wait: float) -> float:
-    if len(group) == size or math.isinf(max_wait):
-        return times[group[-1]]
-    return times[group[0]] + max_wait
-
-
 class _Grouped(Scheme):
-    """Shared by the schemes whose queries form groups with parity tasks."""
+    """Shared by the schemes whose queries form groups with parity tasks.
+
+    Groups form online, in arrival order: a group opens at a query that finds none open and
+    closes at its ``group_size``-th query, or ``max_group_wait`` after its first (an arrival
+    exactly then opens the next group), or, with an infinite wait, at the last query (when
+    the backend knows it) or at :meth:`flush`.
+    """
 
     group_size: int
     max_group_wait: float
@@ -179,35 +181,81 @@ class _Grouped(Scheme):
         raise NotImplementedError
 
     def prepare(self, arrivals):
-        self.group_of, self.members, self.close_at = _groups(arrivals, self.group_size, self.max_group_wait)
-        self.position = np.empty(arrivals.size, dtype=np.int64)
-        for group in self.members:
-            self.position[group] = np.arange(len(group))
-        count = len(self.members)
-        self.closed = [False] * count
-        self.unanswered = [len(group) for group in self.members]
-        self.arrived: list[list[int]] = [[] for _ in range(count)]  # positions; parity j is m + j
-        self.parity_tasks: list[list[int]] = [[] for _ in range(count)]
+        self.group_of: list[int] = []
+        self.position: list[int] = []
+        self.members: list[list[int]] = []
+        self.closed: list[bool] = []
+        self.unanswered: list[int] = []
+        self.arrived: list[list[int]] = []  # positions; parity j is m + j
+        self.results: list[list] = []  # live: the outputs, in the order of ``arrived``
+        self.parity_tasks: list[list[int]] = []
         self.decode_alive: dict[int, tuple[int, ...]] = {}  # query -> its group's results at its decode
+        self.open = -1  # the group taking arrivals
+
+    def _open(self, run):
+        group = len(self.members)
+        for table, empty in (
+            (self.members, []),
+            (self.arrived, []),
+            (self.results, []),
+            (self.parity_tasks, []),
+        ):
+            table.append(list(empty))
+        self.closed.append(False)
+        self.unanswered.append(0)
+        self.open = group
+        self._opened(run, group)
+        return group
+
+    def _opened(self, run, group):
+        """A group just opened."""
 
     def arrive(self, run, query):
-        group = int(self.group_of[query])
+        group = self.open
+        first = group < 0
+        if first:
+            group = self._open(run)
         members = self.members[group]
+        members.append(query)
+        self.group_of.append(group)
+        self.position.append(len(members) - 1)
+        self.unanswered[group] += 1
         run.submit(run.pick(), query, PRIMARY, group)
-        if query == members[-1] and self.close_at[group] <= run.now:
+        wait = self.max_group_wait
+        if len(members) == self.group_size or (math.isinf(wait) and query == run.last_query):
             self._close(run, group)
-        elif query == members[0] and self.close_at[group] > run.arrivals[members[-1]]:
-            run.schedule(self.close_at[group], ("close", group))  # a group the wait closes
+        elif first and math.isfinite(wait):
+            fills = query + self.group_size - 1  # does the group fill before the wait? (if known)
+            if fills >= len(run.arrivals) or run.arrivals[fills] >= run.now + wait:
+                run.schedule(run.now + wait, ("close", group))
 
     def timer(self, run, payload):
         kind, which = payload
         if kind == "close":
-            self._close(run, which)
+            if not self.closed[which]:
+                self._close(run, which)
         else:
             self._deadline(run, which)
 
+    def flush(self, run):
+        if self.open >= 0:
+            self._close(run, self.open)
+
+    def recoverable(self, run, query):
+        group = self.group_of[query]
+        if not self.closed[group] or self._waiting(group):
+            return True
+        tasks = self.parity_tasks[group] + [run.q_tasks[q][0] for q in self.members[group]]
+        return any(run.pending(task) for task in tasks)
+
+    def _waiting(self, group) -> bool:
+        """Whether a timer of ``group`` that may answer it is still to fire."""
+        return False
+
     def _close(self, run, group):
         self.closed[group] = True
+        if self.open == group:
+            self.open = -1
         # apart from each other, and from the group's own tasks still queued or running while
         # enough replicas remain for that (a parity behind the task it covers is of no use)
         count = self.num_parities(len(self.members[group]))
@@ -218,11 +266,16 @@ class _Grouped(Scheme):
         }
         if len(used) + count > run.num_replicas:
             used = set()
-        for j in range(count):
+        inputs = self._parity_inputs(run, group, count) if run.live and count else [(None, None)] * count
+        for j, (x, fn) in enumerate(inputs):
             replica = run.pick(used)
             used.add(replica)
-            self.parity_tasks[group].append(run.submit(replica, -1, PARITY, group, j))
+            self.parity_tasks[group].append(run.submit(replica, -1, PARITY, group, j, x, fn))
         self._closed(run, group)
+
+    def _parity_inputs(self, run, group, count):
+        """Live backends: ``count`` pairs ``(x, fn)``, each parity task's input and function."""
+        raise NotImplementedError
 
     def _closed(self, run, group):
         """The group just closed and its parities are out."""
@@ -234,11 +287,15 @@ class _Grouped(Scheme):
         group = run.t_group[task]
         query = run.t_query[task]
         if query >= 0:
-            self.arrived[group].append(int(self.position[query]))
-            if run.answer(query, run.outcome_of(task), run.t_replica[task]):
+            self.arrived[group].append(self.position[query])
+            if run.live:
+                self.results[group].append(run.output(task))
+            if run.answer(query, run.outcome_of(task), run.t_replica[task], task):
                 self._answered(run, group)
         else:
             self.arrived[group].append(len(self.members[group]) + run.t_index[task])
+            if run.live:
+                self.results[group].append(run.output(task))
         if self.closed[group] and self.unanswered[group]:
             self._try_decode(run, group)
 
@@ -252,12 +309,30 @@ class _Grouped(Scheme):
         raise NotImplementedError
 
     def _decode(self, run, group, queries):
-        """Answer ``queries`` of ``group`` by a decode of the results arrived so far."""
+        """Answer ``queries`` of ``group`` by a decode of the results arrived so far (a live
+        backend computes it now, once for the group)."""
         alive = tuple(self.arrived[group])
-        for query in queries:
-            if run.answer(query, _DECODED, -1):
+        queries = [query for query in queries if not run.answered(query)]
+        if not queries:
+            return
+        values = exact = None
+        if run.live:
+            start = time.perf_counter()
+            values, exact = self._decode_live(run, group, queries)
+            run.account("decode", time.perf_counter() - start)
+        for i, query in enumerate(queries):
+            done = (
+                run.answer(query, _DECODED, -1, value=values[i], exact=bool(exact[i]))
+                if run.live
+                else run.answer(query, _DECODED, -1)
+            )
+            if done:
                 self.decode_alive[query] = alive
                 self._answered(run, group)
+
+    def _decode_live(self, run, group, queries):
+        """``(values, exact)`` of ``queries`` from the results of ``group`` arrived so far."""
+        raise NotImplementedError
 
     def _decodes(self, record):
         """``{(group, alive): [queries]}``: the decodes the answers need, one per group and set."""
@@ -351,10 +426,39 @@ class Coded(_Grouped):
 
     def prepare(self, arrivals):
         super().prepare(arrivals)
-        self.min_results = [self.code_for(len(group)).min_results for group in self.members]
-        self.due = [False] * len(self.members)
+        self.min_results: list[int] = []
+        self.due: list[bool] = []
+        self.bound: dict[int, tuple] = {}  # live: group -> (its bound code, its parity workers)
+
+    def _opened(self, run, group):
+        self.min_results.append(0)
+        self.due.append(False)
+
+    def _waiting(self, group):
+        return math.isfinite(self.tau) and not self.due[group]
+
+    def _parity_inputs(self, run, group, count):
+        start = time.perf_counter()
+        members = self.members[group]
+        inputs = np.stack([run.input(q) for q in members])
+        code = self.code_for(len(members)).bind(inputs)
+        workers = np.flatnonzero(np.asarray(code.systematic_inputs) < 0)
+        self.bound[group] = (code, workers)
+        coded = np.asarray(code.encode(inputs))[workers]
+        run.account("encode", time.perf_counter() - start)
+        return [(coded[j], None) for j in range(count)]
+
+    def _decode_live(self, run, group, queries):
+        code, workers = self.bound[group]
+        m = len(self.members[group])
+        alive = self.arrived[group]
+        workers_alive = [int(code.systematic_workers[i]) if i < m else int(workers[i - m]) for i in alive]
+        result = code.decode_details(np.stack(self.results[group]), np.array(workers_alive))
+        positions = [self.position[q] for q in queries]
+        return np.asarray(result.estimates)[positions], np.asarray(result.info["exact"])[positions]
 
     def _closed(self, run, group):
+        self.min_results[group] = self.code_for(len(self.members[group])).min_results
         if math.isfinite(self.tau):
             run.schedule(run.now + self.tau, ("deadline", group))
         if self.unanswered[group]:
@@ -395,7 +499,7 @@ class Coded(_Grouped):
             rows = [own[members[i]] if i < m else parity_out[offset[group] + i - m] for i in alive]
             workers_alive = [int(code.systematic_workers[i]) if i < m else int(workers[i - m]) for i in alive]
             result = code.decode_details(np.stack(rows), np.array(workers_alive))
-            positions = self.position[queries]
+            positions = np.asarray(self.position)[queries]
             estimates[queries] = np.asarray(result.estimates)[positions]
             exact[queries] = np.asarray(result.info["exact"])[positions]
         return estimates, exact
@@ -439,6 +543,27 @@ class ParM(_Grouped):
         m = len(self.members[group])
         if self.unanswered[group] == 1 and m in self.arrived[group]:  # the parity (position m) is in
             self._decode(run, group, self.members[group])
+
+    def _parity_inputs(self, run, group, count):
+        members = self.members[group]
+        first = run.input(members[0])
+        padded = np.zeros((self.group_size, *first.shape), dtype=first.dtype)
+        for i, q in enumerate(members):
+            padded[i] = run.input(q)
+        return [(padded, self._parity_one)]
+
+    def _parity_one(self, group_inputs):
+        return np.asarray(self.parity_f(group_inputs[None]))[0]
+
+    def _decode_live(self, run, group, queries):
+        m = len(self.members[group])
+        outputs = dict(zip(self.arrived[group], self.results[group], strict=True))
+        (missing,) = queries
+        others = [outputs[i] for i in range(m) if i != self.position[missing]]
+        value = np.asarray(outputs[m], dtype=np.float64) - np.sum(others, axis=0) if others else outputs[m]
+        if m < self.group_size:
+            value = value - (self.group_size - m) * np.asarray(run.f_zero(), dtype=np.float64)
+        return [value], [False]
 
     def outputs(self, record, inputs, f):
         own = _own_outputs(inputs, f)

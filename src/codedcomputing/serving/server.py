@@ -246,6 +246,8 @@ class _Run:
         self.jsq = balancer == "jsq"
         self.cancel_useless = cancel
         self.arrivals = arrivals
+        self.last_query = arrivals.size - 1
+        self.live = False  # the answers are computed after the run (Scheme.outputs)
         self.now = 0.0
         self.heap: list = []
         self.seq = 0
@@ -307,7 +309,7 @@ class _Run:
             if r not in exclude:
                 return r
 
-    def submit(self, replica: int, query: int, role: int, group: int = -1, index: int = -1) -> int:
+    def submit(self, replica, query, role, group=-1, index=-1, x=None, fn=None) -> int:
         task = len(self.t_replica)
         self.t_replica.append(replica)
         self.t_query.append(query)
@@ -334,7 +336,7 @@ class _Run:
             self.cancelled += 1
             self._load(self.t_replica[task], -1)
 
-    def answer(self, query: int, outcome: int, replica: int) -> bool:
+    def answer(self, query, outcome, replica, task=-1, value=None, exact=True) -> bool:
         """Answer ``query`` now, unless it already is; True when this answered it."""
         if self.outcome[query] >= 0:
             return False
