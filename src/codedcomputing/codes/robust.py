@@ -624,15 +624,13 @@ class _WeightedSpline:
             return None
         at = np.searchsorted(self.kept, changed)  # where each change lies among the kept knots
         lows, highs = np.maximum(at - REFIT_MARGIN, 0), np.minimum(at + REFIT_MARGIN, m - 1)
-        windows = []
-        for low, high in zip(lows.tolist(), highs.tolist(), strict=True):
-            if windows and low <= windows[-1][1]:
-                windows[-1] = (windows[-1][0], max(windows[-1][1], high))
-            else:
-                windows.append((low, high))
-        if sum(high - low for low, high in windows) > m // 2:
+        # both ascending: a window starts where a change's reach begins past the last one's end
+        starts = np.flatnonzero(np.r_[True, lows[1:] > highs[:-1]])
+        ends = np.r_[starts[1:] - 1, lows.size - 1]
+        lows, highs = lows[starts], highs[ends]
+        if np.sum(highs - lows) > m // 2:
             return None
-        return windows
+        return list(zip(lows.tolist(), highs.tolist(), strict=True))
 
     def _refit(self, previous, windows) -> np.ndarray:
         """The interior second derivatives ``(m - 2, d)`` of the interpolating fit: those of
