@@ -16,7 +16,8 @@ work (the decode runs on one thread).
 
 ``--baseline REV`` also times ``codes/robust.py`` as it was at git revision ``REV`` (loaded
 beside the current one, same draws, interleaved): a paired before/after in one run; it
-checks that both give the same estimates (largest relative difference printed).
+checks that both give the same estimates (largest relative difference printed). ``--bound M``
+gives the decoder a bound (the clip is then a plain one).
 
     python benchmarks/bench_master_robust.py
     python benchmarks/bench_master_robust.py --repeats 15 --baseline bc05f76
@@ -87,6 +88,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--baseline", metavar="REV", help="also time codes/robust.py at git revision REV")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--bound", type=float, help="RobustGCC's bound (default None: the majority's ranges)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     versions = {"now": cc.RobustGCC}
@@ -98,7 +100,7 @@ def main() -> None:
         for width in args.widths:
             K, q = n // 10, math.isqrt(n)
             codes = {
-                (version, loss): cls(K, n, q, loss=loss)
+                (version, loss): cls(K, n, q, args.bound, loss=loss)
                 for version, cls in versions.items()
                 for loss in args.losses
             }
@@ -116,8 +118,8 @@ def main() -> None:
 
     print(
         f"RobustGCC decode, K = N/10, q = floor(sqrt(N)) concentrated liars (bound {BOUND:g}), 10% random "
-        f"stragglers, a new alive set a repeat, bound=None, one BLAS thread; {args.repeats} interleaved "
-        "repeats, median ms [95% bootstrap], wall-clock and CPU time",
+        f"stragglers, a new alive set a repeat, bound={args.bound}, one BLAS thread; {args.repeats} "
+        "interleaved repeats, median ms [95% bootstrap], wall-clock and CPU time",
         flush=True,
     )
     with threadpool_limits(1):
