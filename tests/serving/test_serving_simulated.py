@@ -36,7 +36,7 @@ def test_two_replicas_with_deterministic_service_queue_as_computed_by_hand():
     assert record.max_load.tolist() == [2, 2]
     # load integrals: 2 + 1 on one replica, 0.5 + 1 + 1 on the other, 1 more for q4
     assert record.mean_load.sum() * record.horizon_s == pytest.approx(6.5)
-    assert record.counts() == {"own": 5, "replica": 0, "hedge": 0, "decoded": 0}
+    assert record.counts() == {"own": 5, "replica": 0, "hedge": 0, "decoded": 0, "failed": 0}
     assert record.extra_load == 0.0 and record.exact.all()
     assert record.load_trace is None
 

@@ -17,25 +17,35 @@ outcome, every replica's load, and the redundant work::
     for scheme in (serving.NoRedundancy(), serving.Hedge(1.2), serving.Coded(code, tau=1.2)):
         print(server.run(scheme, arrivals).summary())
 
-The serving core knows nothing of threads, Ray or HTTP: backends and endpoints sit on top.
+:class:`ThreadServer` runs the same scheme objects in real time on R replica threads
+(``submit(x)`` returns a future of the answer), and :func:`drive` feeds it open-loop arrivals
+from :func:`poisson_arrivals` or :func:`bursty_arrivals`. The serving core knows nothing of
+Ray or HTTP: backends and endpoints sit on top.
 """
 
+from .load import bursty_arrivals, drive
 from .records import OUTCOMES, ServingRecord
 from .schemes import SCHEMES, Coded, Hedge, NoRedundancy, ParM, Replication, Scheme, make_scheme
 from .server import BALANCERS, SimulatedServer, mean_service, poisson_arrivals
+from .threads import Answer, QueryFailed, ThreadServer
 
 __all__ = [
     "BALANCERS",
     "OUTCOMES",
     "SCHEMES",
+    "Answer",
     "Coded",
     "Hedge",
     "NoRedundancy",
     "ParM",
+    "QueryFailed",
     "Replication",
     "Scheme",
     "ServingRecord",
     "SimulatedServer",
+    "ThreadServer",
+    "bursty_arrivals",
+    "drive",
     "make_scheme",
     "mean_service",
     "poisson_arrivals",

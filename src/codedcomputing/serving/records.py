@@ -45,6 +45,11 @@ class ServingRecord:
     ``tasks``: every task, arrays in dispatch order: ``replica``, ``query`` (-1 for a parity),
     ``group``, ``role`` (0 primary, 1 copy, 2 hedge, 3 parity), ``index`` (a parity's number in
     its group), ``dispatched``, ``started`` and ``service`` (NaN for a cancelled task).
+    Live runs (:class:`~codedcomputing.serving.ThreadServer`) also hold ``failed`` (per query:
+    no path could answer it; its ``outcome`` is -1, ``answered_at`` when it failed),
+    ``failed_tasks``, ``master_s`` (the frontend's CPU seconds: ``"frontend"``, ``"encode"``,
+    ``"decode"``) and ``errors`` (scheme errors the frontend caught); times are in the server's
+    clock units.
     ``load_trace`` (runs with ``trace_load=True``): every change of a replica's load, arrays
     ``time``, ``replica`` and ``load`` (the load from that time on), in time order.
     """
@@ -70,6 +75,10 @@ class ServingRecord:
     tasks: dict = field(default_factory=dict)
     load_trace: dict | None = None
     estimates: object = None
+    failed: np.ndarray | None = None
+    failed_tasks: int = 0
+    master_s: dict | None = None
+    errors: list = field(default_factory=list)
 
     @property
     def num_queries(self) -> int:
@@ -91,9 +100,12 @@ class ServingRecord:
         return self.redundant_s / primary if primary > 0 else 0.0
 
     def counts(self) -> dict[str, int]:
-        """``{outcome: number of queries}`` for every name in :data:`OUTCOMES`."""
-        tally = np.bincount(self.outcome, minlength=len(OUTCOMES))
-        return {name: int(n) for name, n in zip(OUTCOMES, tally, strict=True)}
+        """``{outcome: number of queries}`` for every name in :data:`OUTCOMES`, and ``"failed"``."""
+        answered = self.outcome >= 0
+        tally = np.bincount(self.outcome[answered], minlength=len(OUTCOMES))
+        counts = {name: int(n) for name, n in zip(OUTCOMES, tally, strict=True)}
+        counts["failed"] = int(np.sum(~answered))
+        return counts
 
     def percentile(self, q, outcome: str | None = None) -> float:
         """The ``q``-th percentile (0-100) of the latency, over every query or those of one outcome

@@ -550,10 +550,7 @@ class ParM(_Grouped):
         padded = np.zeros((self.group_size, *first.shape), dtype=first.dtype)
         for i, q in enumerate(members):
             padded[i] = run.input(q)
-        return [(padded, self._parity_one)]
-
-    def _parity_one(self, group_inputs):
-        return np.asarray(self.parity_f(group_inputs[None]))[0]
+        return [(padded, self.parity_f)]
 
     def _decode_live(self, run, group, queries):
         m = len(self.members[group])

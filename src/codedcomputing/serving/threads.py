@@ -1,0 +1,537 @@
+"""Real-time replicas on threads: the same schemes as the simulated server, on a real clock.
+
+:class:`ThreadServer` holds R replica threads, each with the model ``f`` once and a FIFO queue
+of tasks (one input row per task, served one at a time), and one *frontend* thread that runs
+the scheme: every arrival, every replica's result and every timer (a group's maximum wait, a
+decode deadline, a hedge's delay) is an event the frontend handles in turn, calling the same
+:class:`~codedcomputing.serving.Scheme` hooks as :class:`~codedcomputing.serving.SimulatedServer`.
+Timers live on a heap in the frontend (no ``threading.Timer``): it sleeps on its event queue
+until the next event or the earliest timer. A coded group's parity inputs are encoded with the
+code's ``encode`` when the group closes, and a decode runs with the code's ``decode`` on the
+results that arrived, when it answers; the frontend's CPU time (its whole event handling, the
+encode and the decode among it) is measured per run (``record.master_s``).
+
+Choices, stated once:
+
+- **Clock**: every time (arrivals, the schemes' delays, the record) is in units of
+  ``time_unit`` seconds since :meth:`ThreadServer.start`, so one scheme object and one
+  arrival sequence run on both servers (with ``time_unit=0.01``, a hedge delay of 1.2 is 12 ms).
+- **Injected stragglers**: before each task a replica sleeps ``service`` draw x ``time_unit``
+  (replica r's j-th task takes row j, column r of the same table as the simulated server with
+  the same seed), then runs ``f``; so a task's service time is the draw plus ``f``'s own time.
+  A sleep is cut short when the server closes.
+- **Failures**: a task whose function raises, returns non-finite values, not one row, or a row
+  of another shape than the first good result, is a straggler that never returns: the scheme
+  answers its query by another path (a copy, a hedge, a decode) or, once none is left, the
+  query fails (its future raises :class:`QueryFailed`; the record marks it ``failed``).
+  Neither the server nor other queries are disturbed.
+- **Closing** (:meth:`ThreadServer.close`): no new queries; a coding group still open closes
+  (:meth:`~codedcomputing.serving.Scheme.flush`); every query in flight is answered or fails;
+  then queued tasks are dropped and the threads stop.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import check_choice, check_count, check_flag, check_number, check_seed
+from ..runtime.delays import DelayModel
+from .records import OUTCOMES, ServingRecord
+from .schemes import ParM, Scheme
+from .server import (
+    _CANCELLED,
+    _DONE,
+    _QUEUED,
+    _RUNNING,
+    BALANCERS,
+    _check_arrivals,
+    _Run,
+    _ServiceDraws,
+    _Uniforms,
+)
+
+__all__ = ["Answer", "QueryFailed", "ThreadServer"]
+
+_DECODED = OUTCOMES.index("decoded")
+
+
+class QueryFailed(RuntimeError):
+    """A query no path could answer (its tasks failed), or one the server closed on."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One query's answer: ``estimate`` (``f(x)`` or its decode), ``exact`` (it is ``f(x)``
+    itself), ``outcome`` (a name in :data:`~codedcomputing.serving.OUTCOMES`), ``replica`` (whose
+    result answered it, -1 when decoded) and ``latency`` (from submit to answer, in seconds)."""
+
+    estimate: np.ndarray
+    exact: bool
+    outcome: str
+    replica: int
+    latency: float
+
+
+class ThreadServer:
+    """R model replicas on threads, each serving a FIFO queue, driven in real time by one scheme.
+
+    Parameters
+    ----------
+    f : callable or sequence of callables
+        The model as a batch function ``(B, ...) -> (B, ...)``, called with one row at a time;
+        or R callables, replica r's model (e.g. one model copy per replica). ``f`` must be safe to
+        call from R threads at once (numpy and torch inference are).
+    num_replicas : int
+        R >= 1 replicas.
+    scheme : Scheme
+        How a query becomes tasks (:mod:`codedcomputing.serving.schemes`). ParM needs its
+        ``parity_f``.
+    service : DelayModel or None, default None
+        Injected service times in units of ``time_unit`` (module docstring); None: only ``f``'s
+        own time.
+    time_unit : float, default 1.0
+        Seconds per unit of the server's clock.
+    balancer, cancel, seed
+        As for :class:`~codedcomputing.serving.SimulatedServer` (the same seed pairs the
+        service draws and balancer choices with a simulated run).
+
+    Use as a context manager (``with ThreadServer(...) as server: server.submit(x)``), or
+    :meth:`run` a whole arrival sequence.
+    """
+
+    def __init__(
+        self,
+        f,
+        num_replicas: int,
+        scheme: Scheme,
+        *,
+        service: DelayModel | None = None,
+        time_unit: float = 1.0,
+        balancer: str = "p2c",
+        cancel=True,
+        seed=0,
+    ):
+        self.num_replicas = check_count(num_replicas, "num_replicas", 1)
+        if callable(f):
+            functions = [f] * self.num_replicas
+        elif isinstance(f, Sequence) and len(f) == self.num_replicas and all(callable(g) for g in f):
+            functions = list(f)
+        else:
+            raise ValueError(f"f must be a batch callable or {self.num_replicas} of them, got {f!r}")
+        self.functions: list[Callable] = functions
+        if not isinstance(scheme, Scheme):
+            raise ValueError(f"scheme must be a codedcomputing.serving scheme, got {scheme!r}")
+        scheme.check(self.num_replicas)
+        if isinstance(scheme, ParM) and scheme.parity_f is None:
+            raise ValueError("scheme ParM needs parity_f on a live server (its parity tasks run it)")
+        self.scheme = scheme
+        if service is not None and not isinstance(service, DelayModel):
+            raise ValueError(
+                f"service must be a codedcomputing.runtime.delays model or None, got {service!r}"
+            )
+        self.service = service
+        self.time_unit = check_number(time_unit, "time_unit", low=0.0, low_open=True)
+        self.balancer = check_choice(balancer, "balancer", BALANCERS)
+        self.cancel = check_flag(cancel, "cancel")
+        self.seed = check_seed(seed, "seed")
+        self._run: _LiveRun | None = None
+        self._state = "new"
+
+    # --- lifecycle ---------------------------------------------------------------------
+    def start(self, last_query: int = -1) -> ThreadServer:
+        """Start the replica threads and the frontend (once per server)."""
+        if self._state != "new":
+            raise RuntimeError(f"a ThreadServer starts once; this one is {self._state}")
+        self._run = _LiveRun(self, last_query)
+        self._run.start()
+        self._state = "running"
+        return self
+
+    def submit(self, x) -> Future:
+        """Send one query (one input row, the model's input shape); a Future of its :class:`Answer`.
+
+        Open loop: returns at once. The future raises :class:`QueryFailed` if no path could
+        answer the query."""
+        if self._state != "running":
+            raise RuntimeError(f"submit needs a running server (start it first); this one is {self._state}")
+        return self._run.post_query(_check_input(x, self._run.input_spec))
+
+    def close(self, timeout: float | None = None) -> None:
+        """Stop taking queries, answer every query in flight, then stop the threads.
+
+        ``timeout`` (seconds, None: no limit): queries still unanswered then fail with
+        :class:`QueryFailed`."""
+        if self._state != "running":
+            return
+        self._state = "closed"
+        self._run.stop(timeout)
+
+    def __enter__(self) -> ThreadServer:
+        return self.start() if self._state == "new" else self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- whole runs ----------------------------------------------------------------------
+    def record(self) -> ServingRecord:
+        """The record of this server's run (after :meth:`close`): every query submitted, in
+        submit order; times in clock units since the start; ``estimates`` the answers (NaN
+        rows for failed queries); ``master_s`` the frontend's CPU seconds (``"frontend"``, all
+        of its event handling; ``"encode"`` and ``"decode"``, the parts in the code's encode and
+        decode); ``failed_tasks``."""
+        if self._state != "closed":
+            raise RuntimeError("record needs a closed server (close it first)")
+        return self._run.record(self.scheme.name)
+
+    def run(self, arrivals, inputs, *, timeout: float | None = None) -> ServingRecord:
+        """Serve ``inputs[q]`` at ``arrivals[q]`` (sorted clock units from the start), open loop,
+        on a new server; its :meth:`record`. ``timeout`` as for :meth:`close`."""
+        from .load import drive
+
+        arrivals = _check_arrivals(arrivals)
+        inputs = np.asarray(inputs)
+        if inputs.ndim < 1 or inputs.shape[0] != arrivals.size:
+            raise ValueError(
+                f"inputs must have one row per arrival ({arrivals.size}), got shape {inputs.shape}"
+            )
+        self.start(last_query=arrivals.size - 1)
+        try:
+            drive(self, arrivals, inputs)
+        finally:
+            self.close(timeout)
+        return self.record()
+
+    def __repr__(self) -> str:
+        return (
+            f"ThreadServer({self.num_replicas} replicas, {self.scheme!r}, service={self.service!r}, "
+            f"time_unit={self.time_unit:g}, balancer={self.balancer!r}, cancel={self.cancel}, "
+            f"seed={self.seed})"
+        )
+
+
+def _check_input(x, spec: list) -> np.ndarray:
+    """One query's input row: numeric, finite, the shape of the first query's."""
+    try:
+        row = np.asarray(x)
+    except (TypeError, ValueError):
+        raise ValueError(f"x must be a numeric array, got {type(x).__name__}") from None
+    if not (np.issubdtype(row.dtype, np.number) or row.dtype == bool):
+        raise ValueError(f"x must be a numeric array, got dtype {row.dtype}")
+    if not np.all(np.isfinite(row)):
+        raise ValueError("x contains NaN or inf")
+    if spec and (row.shape, row.dtype) != spec[0]:
+        raise ValueError(
+            f"x must have shape {spec[0][0]} and dtype {spec[0][1]} (the first query's), "
+            f"got {row.shape} {row.dtype}"
+        )
+    if not spec:
+        spec.append((row.shape, row.dtype))
+    return row
+
+
+class _LiveRun(_Run):
+    """One real-time run: the scheme's ``run`` interface over replica threads; the frontend
+    thread alone calls the scheme and mutates the bookkeeping (replicas post events)."""
+
+    def __init__(self, server: ThreadServer, last_query: int):
+        service_seed, balance_seed = np.random.SeedSequence(server.seed).spawn(2)
+        super().__init__(
+            server.num_replicas,
+            None,
+            _Uniforms(np.random.default_rng(balance_seed)),
+            server.balancer,
+            server.cancel,
+            np.empty(0),
+        )
+        self.server, self.scheme = server, server.scheme
+        self.live = True
+        self.arrivals: list[float] = []  # grows; an array again in record()
+        self.last_query = last_query
+        self.unit = server.time_unit
+        self.draws = (
+            None
+            if server.service is None
+            else _ServiceDraws(server.service, server.num_replicas, np.random.default_rng(service_seed))
+        )
+        self.input_spec: list = []
+        self.output_shape: tuple | None = None
+        self.q_input: list[np.ndarray] = []
+        self.q_future: list[Future] = []
+        self.q_value: list = []
+        self.q_exact: list[bool] = []
+        self.t_input: list = []
+        self.t_fn: list = []
+        self.t_output: list = []
+        self.failed_tasks = 0
+        self.failures: list[tuple[int, int, str]] = []  # (task, replica, why)
+        self.suspects: set[int] = set()
+        self.errors: list[str] = []
+        self.master = {"frontend": 0.0, "encode": 0.0, "decode": 0.0}
+        self._zero = None
+        self.lock = threading.Lock()  # task states, shared with the replicas
+        self.draw_lock = threading.Lock()
+        self.events: queue.SimpleQueue = queue.SimpleQueue()
+        self.queues = [queue.SimpleQueue() for _ in range(server.num_replicas)]
+        self.halt = threading.Event()  # cuts injected sleeps short at the end
+        self.drained = threading.Event()
+        self.closing = False
+        self.t0 = 0.0
+
+    def clock(self) -> float:
+        return (time.perf_counter() - self.t0) / self.unit
+
+    def start(self) -> None:
+        self.t0 = time.perf_counter()
+        self.scheme.prepare(None)
+        self.threads = [
+            threading.Thread(target=self.serve, args=(r,), name=f"replica-{r}", daemon=True)
+            for r in range(self.num_replicas)
+        ]
+        self.frontend = threading.Thread(target=self.loop, name="serving-frontend", daemon=True)
+        for thread in (*self.threads, self.frontend):
+            thread.start()
+
+    def post_query(self, x: np.ndarray) -> Future:
+        future: Future = Future()
+        future.set_running_or_notify_cancel()
+        self.events.put(("arrive", x, future, self.clock()))
+        return future
+
+    def stop(self, timeout: float | None) -> None:
+        self.events.put(("close",))
+        if not self.drained.wait(timeout):
+            self.events.put(("abandon",))
+            self.drained.wait()
+        self.halt.set()
+        for q in self.queues:
+            q.put(-1)
+        self.events.put(("stop",))
+        self.frontend.join()
+        for thread in self.threads:
+            thread.join(1.0)  # a replica stuck in f is a daemon thread: left behind
+
+    # --- the scheme's interface (frontend thread) ---------------------------------------
+    def submit(self, replica, query, role, group=-1, index=-1, x=None, fn=None) -> int:
+        task = len(self.t_replica)
+        for table, value in (
+            (self.t_replica, replica),
+            (self.t_query, query),
+            (self.t_group, group),
+            (self.t_role, role),
+            (self.t_index, index),
+            (self.t_state, _QUEUED),
+            (self.t_start, math.nan),
+            (self.t_dispatch, self.now),
+            (self.t_service, 0.0),
+            (self.t_input, x),
+            (self.t_fn, fn),
+            (self.t_output, None),
+        ):
+            table.append(value)
+        if query >= 0:
+            self.q_tasks[query].append(task)
+        self._load(replica, 1)
+        self.queues[replica].put(task)
+        return task
+
+    def cancel(self, task: int) -> None:
+        with self.lock:
+            if self.t_state[task] != _QUEUED:
+                return
+            self.t_state[task] = _CANCELLED
+        self.cancelled += 1
+        self._load(self.t_replica[task], -1)
+
+    def answer(self, query, outcome, replica, task=-1, value=None, exact=True) -> bool:
+        if self.outcome[query] >= 0:
+            return False
+        if value is None:
+            value = self.t_output[task]
+        exact = outcome != _DECODED or bool(exact)
+        self.answered_at[query], self.outcome[query], self.by[query] = self.now, outcome, replica
+        self.q_value[query], self.q_exact[query] = value, exact
+        if self.cancel_useless:
+            for other in self.q_tasks[query]:
+                self.cancel(other)
+        latency = (self.now - self.arrivals[query]) * self.unit
+        self.q_future[query].set_result(Answer(value, exact, OUTCOMES[outcome], replica, latency))
+        return True
+
+    def input(self, query: int) -> np.ndarray:
+        return self.q_input[query]
+
+    def output(self, task: int):
+        return self.t_output[task]
+
+    def f_zero(self):
+        if self._zero is None:
+            shape, dtype = self.input_spec[0]
+            self._zero = np.asarray(self.server.functions[0](np.zeros((1, *shape), dtype=dtype)))[0]
+        return self._zero
+
+    def account(self, kind: str, seconds: float) -> None:
+        self.master[kind] += seconds
+
+    # --- the frontend loop --------------------------------------------------------------
+    def loop(self) -> None:
+        heap, events = self.heap, self.events
+        while True:
+            timeout = None if not heap else max(0.0, (heap[0][0] - self.clock()) * self.unit)
+            try:
+                event = events.get(timeout=timeout)
+            except queue.Empty:
+                event = None
+            cpu = time.thread_time()
+            self.now = self.clock()
+            if event is not None and event[0] == "stop":
+                return
+            try:
+                if event is not None:
+                    self.handle(event)
+                while heap and heap[0][0] <= self.now:
+                    _, _, _, payload = heapq.heappop(heap)
+                    self.scheme.timer(self, payload)
+            except Exception as err:  # a scheme's or a code's error fails its queries, not the server
+                self.errors.append(f"{type(err).__name__}: {err}")
+                if (
+                    event is not None
+                    and event[0] == "arrive"
+                    and len(self.outcome)
+                    and self.outcome[-1] == -1
+                ):
+                    self.fail(len(self.outcome) - 1, f"the server failed on it ({self.errors[-1]})")
+            if self.suspects:
+                self.check_suspects()
+            if self.closing and not self.drained.is_set() and all(o != -1 for o in self.outcome):
+                self.drained.set()
+            self.master["frontend"] += time.thread_time() - cpu
+
+    def handle(self, event) -> None:
+        kind = event[0]
+        if kind == "arrive":
+            _, x, future, arrived = event
+            query = len(self.arrivals)
+            for table, value in (
+                (self.arrivals, arrived),
+                (self.q_tasks, []),
+                (self.answered_at, math.nan),
+                (self.outcome, -1),
+                (self.by, -1),
+                (self.q_input, x),
+                (self.q_future, future),
+                (self.q_value, None),
+                (self.q_exact, False),
+            ):
+                table.append(value)
+            self.scheme.arrive(self, query)
+        elif kind == "done":
+            _, task, output, why, busy = event
+            replica = self.t_replica[task]
+            self.t_state[task] = _DONE
+            self.t_service[task] = busy
+            self.busy[replica] += busy
+            self.served[replica] += 1
+            self._load(replica, -1)
+            if why is None and (
+                self.output_shape is None or output.shape == self.output_shape or self.t_fn[task]
+            ):
+                if self.t_fn[task] is None:
+                    self.output_shape = output.shape
+                self.t_output[task] = output
+                self.scheme.done(self, task)
+            else:
+                why = why or f"output of shape {output.shape}, expected {self.output_shape}"
+                self.failed_tasks += 1
+                self.failures.append((task, replica, why))
+                if self.t_query[task] >= 0:
+                    self.suspects.add(self.t_query[task])
+        elif kind == "close":
+            self.closing = True
+            self.scheme.flush(self)
+        elif kind == "abandon":
+            for query in range(len(self.outcome)):
+                if self.outcome[query] == -1:
+                    self.fail(query, "the server closed before it was answered")
+
+    def check_suspects(self) -> None:
+        for query in list(self.suspects):
+            if self.outcome[query] != -1:
+                self.suspects.discard(query)
+            elif not any(self.pending(t) for t in self.q_tasks[query]) and not self.scheme.recoverable(
+                self, query
+            ):
+                why = "; ".join(w for task, _, w in self.failures if self.t_query[task] == query)
+                self.fail(query, f"its tasks failed ({why})")
+                self.suspects.discard(query)
+
+    def fail(self, query: int, why: str) -> None:
+        self.answered_at[query], self.outcome[query] = self.now, -2
+        self.q_future[query].set_exception(QueryFailed(f"query {query}: {why}"))
+
+    # --- a replica (its own thread) -----------------------------------------------------
+    def serve(self, replica: int) -> None:
+        tasks, f = self.queues[replica], self.server.functions[replica]
+        while True:
+            task = tasks.get()
+            if task < 0:
+                return
+            with self.lock:
+                if self.t_state[task] != _QUEUED:
+                    continue
+                self.t_state[task] = _RUNNING
+            began = time.perf_counter()
+            self.t_start[task] = (began - self.t0) / self.unit
+            if self.draws is not None:
+                with self.draw_lock:
+                    delay = self.draws.next(replica) * self.unit
+                self.halt.wait(delay)
+            query = self.t_query[task]
+            x = self.q_input[query] if query >= 0 else self.t_input[task]
+            fn = self.t_fn[task] or f
+            output, why = None, None
+            try:
+                output = np.asarray(fn(x[None]))
+                if output.ndim < 1 or output.shape[0] != 1:
+                    why = f"returned shape {output.shape} for one input row"
+                elif np.issubdtype(output.dtype, np.number) and not np.all(np.isfinite(output)):
+                    why = "returned NaN or inf"
+                else:
+                    output = output[0]
+            except Exception as err:  # a failing replica is a straggler, never a crash
+                why = f"raised {type(err).__name__}: {err}"
+            busy = (time.perf_counter() - began) / self.unit
+            self.events.put(("done", task, output, why, busy))
+
+    # --- the record ---------------------------------------------------------------------
+    def record(self, name: str) -> ServingRecord:
+        ends = [t + s for t, s in zip(self.t_start, self.t_service, strict=True) if not math.isnan(t)]
+        self.now = max([self.now, *ends])
+        self.arrivals = np.asarray(self.arrivals, dtype=np.float64)
+        failed = np.array(self.outcome, dtype=np.int64) == -2
+        outcome = self.outcome
+        self.outcome = [o if o >= 0 else -1 for o in outcome]
+        record = super().record(name)
+        record.failed = failed
+        record.exact = np.array(self.q_exact, dtype=bool) & ~failed
+        good = [v for v in self.q_value if v is not None]
+        if good:
+            template = np.asarray(good[0], dtype=np.float64)
+            record.estimates = np.stack(
+                [
+                    np.full_like(template, np.nan) if v is None else np.asarray(v, dtype=np.float64)
+                    for v in self.q_value
+                ]
+            )
+        record.master_s = dict(self.master)
+        record.failed_tasks = self.failed_tasks
+        record.errors = list(self.errors)
+        return record
