@@ -199,3 +199,15 @@ def test_systematic_bacc_at_a_fast_size_returns_its_workers_results():
     returned = np.isin(code.systematic_workers, alive)
     assert np.array_equal(details.info["exact"], returned)
     np.testing.assert_array_equal(details.estimates[returned], np.sin(X[returned]))
+
+
+def test_berrut_map_on_cpu_tensors_without_grad_matches_numpy():
+    rng = np.random.default_rng(10)
+    nodes, points = make_points("chebyshev", 500, kind="workers"), make_points("chebyshev", 50, kind="data")
+    berrut = BerrutMap(nodes, points, dense=False)
+    chosen = np.sort(rng.choice(nodes.size, 400, replace=False))
+    values = rng.normal(size=(chosen.size, 2, 3))
+    for dtype, np_dtype in ((torch.float64, np.float64), (torch.float32, np.float32)):
+        out = berrut(torch.tensor(values, dtype=dtype), chosen)
+        assert isinstance(out, torch.Tensor) and out.dtype == dtype and out.shape == (50, 2, 3)
+        np.testing.assert_array_equal(out.numpy(), berrut(values.astype(np_dtype), chosen))

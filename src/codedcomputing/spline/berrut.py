@@ -50,8 +50,10 @@ class BerrutMap:
     with zero weight on the ones not chosen, so one map serves every subset. A point on a
     chosen node takes that node's value exactly. Built once in ``O((n + m) p)``.
 
-    ``values`` are numpy arrays (summed in float64, returned in their dtype) or torch tensors
-    (summed in their dtype, float32 for half precision, on their device; autograd follows).
+    ``values`` are numpy arrays (summed in float64, returned in their dtype) or torch tensors:
+    float32 or float64 ones on the CPU that need no grad as numpy (on a view: no torch thread
+    pool on the master), others summed in their dtype (float32 for half precision) on their
+    device, autograd following.
     No checks are performed.
     """
 
@@ -78,6 +80,9 @@ class BerrutMap:
         flat = values.reshape(values.shape[0], -1)
         torch_values = _arraylib.is_torch(flat)
         given = flat.dtype
+        if torch_values and _on_host_without_grad(flat):  # numpy on a view: no torch thread pool
+            host = flat.detach().resolve_conj().resolve_neg().numpy()
+            return _arraylib.convert_like(self(host, chosen), flat).reshape(shape)
         if torch_values and flat.dtype.itemsize < 4:
             flat = flat.float()
         elif not torch_values:
@@ -118,3 +123,9 @@ class BerrutMap:
         if torch_values:
             return estimates.to(given).reshape(shape)
         return estimates.astype(given, copy=False).reshape(shape)
+
+
+def _on_host_without_grad(x) -> bool:
+    import torch
+
+    return x.device.type == "cpu" and not x.requires_grad and x.dtype in (torch.float32, torch.float64)
