@@ -7,8 +7,9 @@ case: a decoder never sees the same alive set twice), ``bound=None`` (the defaul
 decoder clips to the ranges the honest majority sets), one BLAS thread (threadpoolctl).
 
 Every repeat draws one alive set and one attack per (N, width) and decodes it with every
-loss (paired: the same results for all), the sizes and losses timed in turn and the order
-rotated from one repeat to the next, so that the machine's noise falls on all alike. Prints
+loss (paired: the same results for all), the sizes and losses timed in turn in a new random
+order at every repeat, so that the machine's noise (and the cold caches after a large decode)
+falls on all alike. Prints
 median ms per (loss, width, N) and t(8000) / t(1000), each with a 95% bootstrap interval over
 the repeats (the goal of issue 22: at most 10), twice: wall-clock, and this thread's CPU time
 (``time.thread_time``), which leaves out the waits for a core on a machine shared with other
@@ -134,9 +135,11 @@ def main() -> None:
                 )
                 for key, code in case["codes"].items():
                     draws.append((case, key, code, corrupted.results, alive))
-            shift = repeat % len(draws)
             estimates = {}
-            for case, key, code, results, alive in draws[shift:] + draws[:shift]:
+            # A new order at every repeat: a decode after a large one finds the caches cold, so a
+            # fixed (or rotated) order would charge that to the same decodes every time
+            for index in rng.permutation(len(draws)):
+                case, key, code, results, alive = draws[index]
                 start = {clock: now() for clock, now in clocks.items()}
                 estimate = code.decode(results, alive)
                 for clock, now in clocks.items():
