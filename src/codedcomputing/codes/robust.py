@@ -328,8 +328,8 @@ class RobustGCC(GCC):
         knots = self.beta[by_point]
         # Column-major (each output coordinate's results contiguous): the medians, the clipping
         # ranges and the spline solves below all run along the knots, and LAPACK wants it.
-        # gathered column by column: a tenth of the time of a row gather and a transposing copy
-        # (measured n = 900 and 7200, 50 columns)
+        # Gathered column by column: a tenth of the time of a row gather and a transposing copy
+        # (measured n = 900 and 7200, 50 columns).
         flat = _arraylib.to_float64(Y).T[:, order].T
         flat = self._clip_sorted(knots, flat)
         info = {"lambda_dec": self._lambda_dec}
