@@ -12,13 +12,19 @@
   (:func:`lambda_grid`);
 - :mod:`~codedcomputing.spline.gcv`: generalised cross-validation (:func:`gcv_score`,
   :func:`gcv_lambda`), with the influence matrix's diagonal in ``O(n)``
-  (:func:`influence_complement`).
+  (:func:`influence_complement`);
+- :mod:`~codedcomputing.spline.berrut` and :mod:`~codedcomputing.spline.cauchy`: Berrut's
+  rational interpolant (BACC's encoder and decoder) as a matrix (:func:`berrut_matrix`) or
+  as a map in linear time (:class:`BerrutMap`), through fast 1-D Cauchy sums
+  (:class:`CauchySum`, a fast multipole method).
 
 The smoothing parameter follows the *mean* convention throughout:
 ``(1/n) sum_i ||u(t_i) - y_i||^2 + lam * int ||u''||^2`` (scipy's
 ``make_smoothing_spline`` takes ``n * lam``).
 """
 
+from .berrut import BerrutMap, berrut_matrix
+from .cauchy import CauchySum
 from .gcv import gcv_lambda, gcv_score, influence_complement
 from .lambdas import MAX_LAMBDA, check_grid, check_lambda, lambda_grid
 from .maps import BandedFit, DecodeCosts, SmoothingMap, SplineDecoder, predict_decode_costs
@@ -27,10 +33,13 @@ from .reinsch import NaturalSpline, check_knots, evaluation_matrix, fit, smoothi
 __all__ = [
     "MAX_LAMBDA",
     "BandedFit",
+    "BerrutMap",
+    "CauchySum",
     "DecodeCosts",
     "NaturalSpline",
     "SmoothingMap",
     "SplineDecoder",
+    "berrut_matrix",
     "check_grid",
     "check_knots",
     "check_lambda",
