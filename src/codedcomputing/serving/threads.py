@@ -391,29 +391,34 @@ class _LiveRun(_Run):
             except queue.Empty:
                 event = None
             cpu = time.thread_time()
-            self.now = self.clock()
-            if event is not None and event[0] == "stop":
-                return
-            try:
-                if event is not None:
-                    self.handle(event)
-                while heap and heap[0][0] <= self.now:
-                    _, _, _, payload = heapq.heappop(heap)
-                    self.scheme.timer(self, payload)
-            except Exception as err:  # a scheme's or a code's error fails its queries, not the server
-                self.errors.append(f"{type(err).__name__}: {err}")
-                if (
-                    event is not None
-                    and event[0] == "arrive"
-                    and len(self.outcome)
-                    and self.outcome[-1] == -1
-                ):
-                    self.fail(len(self.outcome) - 1, f"the server failed on it ({self.errors[-1]})")
+            while True:  # every event already queued, in order, before sleeping again
+                self.now = self.clock()
+                if event is not None and event[0] == "stop":
+                    return
+                self.step(event)
+                try:
+                    event = events.get_nowait()
+                except queue.Empty:
+                    break
             if self.suspects:
                 self.check_suspects()
             if self.closing and not self.drained.is_set() and all(o != -1 for o in self.outcome):
                 self.drained.set()
             self.master["frontend"] += time.thread_time() - cpu
+
+    def step(self, event) -> None:
+        """Handle ``event`` (None: a timer is due), then fire the timers due by now."""
+        heap = self.heap
+        try:
+            if event is not None:
+                self.handle(event)
+            while heap and heap[0][0] <= self.now:
+                _, _, _, payload = heapq.heappop(heap)
+                self.scheme.timer(self, payload)
+        except Exception as err:  # a scheme's or a code's error fails its queries, not the server
+            self.errors.append(f"{type(err).__name__}: {err}")
+            if event is not None and event[0] == "arrive" and self.outcome and self.outcome[-1] == -1:
+                self.fail(len(self.outcome) - 1, f"the server failed on it ({self.errors[-1]})")
 
     def handle(self, event) -> None:
         kind = event[0]

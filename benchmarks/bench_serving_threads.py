@@ -1,0 +1,168 @@
+"""The thread server against the simulated server, and the server's own work per query.
+
+1. Same arrivals, same scheme objects, same seed (paired service draws): for each of
+   ``--seeds`` seeds, ``--queries`` Poisson queries at ``--load`` on R replicas with rare heavy
+   stragglers (``Bimodal(base=1, p, slowdown=10)``, one clock unit = ``--unit`` seconds), run
+   on the ThreadServer (a tiny numpy f) and on the SimulatedServer. Per scheme and backend:
+   p50, p99, the decoded share, each a mean over seeds with a 95% bootstrap interval; and the
+   paired ratio thread / simulated of p50 and p99.
+2. The master's work per query (frontend: every event it handles, the code's encode and
+   decode among it; the frontend thread's CPU time) on the ThreadServer with the coded scheme
+   (BACC, K = 10, 20, 50, N = 1.5 K replicas, LeNet-5's input and output shapes, a trivial f so
+   that the replicas cost nothing), against one LeNet-5 call on one input (median of 300).
+
+Usage: OMP_NUM_THREADS=1 python benchmarks/bench_serving_threads.py [--seeds 3] [--queries 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+import codedcomputing as cc
+from codedcomputing import serving
+
+RNG = np.random.default_rng(0)
+
+
+def bootstrap_mean(values, draws: int = 2000) -> tuple[float, float, float]:
+    """``(mean, low, high)``: the mean and its 95% bootstrap interval."""
+    values = np.asarray(values, dtype=np.float64)
+    boots = values[RNG.integers(values.size, size=(draws, values.size))].mean(axis=1)
+    return float(values.mean()), *np.quantile(boots, [0.025, 0.975]).tolist()
+
+
+def fmt(values) -> str:
+    mean, low, high = bootstrap_mean(values)
+    return f"{mean:6.2f} [{low:5.2f}, {high:5.2f}]"
+
+
+def compare(args) -> None:
+    replicas = args.replicas
+    service = cc.runtime.delays.Bimodal(base=1.0, p=args.p, slowdown=10.0)
+    weights = np.random.default_rng(1).normal(size=(16, 10))
+
+    def f(x):
+        return np.tanh(x @ weights)
+
+    schemes = {
+        "none": serving.NoRedundancy(),
+        "replication x2": serving.Replication(2),
+        f"hedge after {args.hedge:g}": serving.Hedge(args.hedge),
+        f"coded BACC {args.group}/{replicas}": serving.Coded(
+            cc.BACC(args.group, replicas, systematic=True), tau=args.tau, max_group_wait=args.group_wait
+        ),
+    }
+    rows = {
+        name: {key: [] for key in ("sim50", "thr50", "sim99", "thr99", "simdec", "thrdec")}
+        for name in schemes
+    }
+    for seed in range(args.seeds):
+        arrivals = serving.poisson_arrivals(args.queries, args.load, replicas, service, rng=100 + seed)
+        inputs = np.random.default_rng(200 + seed).normal(size=(args.queries, 16))
+        simulated = serving.SimulatedServer(replicas, service, seed=seed)
+        for name, scheme in schemes.items():  # the same draws and arrivals for every scheme
+            sim = simulated.run(scheme, arrivals)
+            thr = serving.ThreadServer(
+                f, replicas, scheme, service=service, time_unit=args.unit, seed=seed
+            ).run(arrivals, inputs)
+            for tag, record in (("sim", sim), ("thr", thr)):
+                rows[name][tag + "50"].append(record.percentile(50))
+                rows[name][tag + "99"].append(record.percentile(99))
+                rows[name][tag + "dec"].append(record.counts()["decoded"] / record.num_queries)
+    print(
+        f"1. {replicas} replicas, load {args.load}, {args.queries} queries x {args.seeds} seeds, stragglers "
+        f"p={args.p} x10, 1 unit = {args.unit * 1e3:g} ms; latencies in units, mean [95% bootstrap CI]"
+    )
+    print(
+        f"{'scheme':22s} {'p50 sim':>22s} {'p50 thread':>22s} {'p99 sim':>22s} {'p99 thread':>22s} "
+        f"{'thr/sim p50':>12s} {'thr/sim p99':>12s} {'decoded sim/thr':>16s}"
+    )
+    for name, row in rows.items():
+        r50 = np.array(row["thr50"]) / np.array(row["sim50"])
+        r99 = np.array(row["thr99"]) / np.array(row["sim99"])
+        print(
+            f"{name:22s} {fmt(row['sim50']):>22s} {fmt(row['thr50']):>22s} {fmt(row['sim99']):>22s} "
+            f"{fmt(row['thr99']):>22s} {np.mean(r50):12.2f} {np.mean(r99):12.2f} "
+            f"{np.mean(row['simdec']):7.3f}/{np.mean(row['thrdec']):.3f}"
+        )
+
+
+def master_work(args) -> None:
+    lenet = cc.models.numpy_function("lenet5", progress=False)
+    x = np.random.default_rng(0).normal(size=(1, 1, 28, 28)).astype(np.float32)
+    lenet(x)
+    calls = []
+    for _ in range(300):
+        start = time.perf_counter()
+        lenet(x)
+        calls.append(time.perf_counter() - start)
+    call = float(np.median(calls))
+    print(
+        f"\n2. one LeNet-5 call on one input: median {call * 1e6:.0f} us (300 calls, torch threads "
+        f"{torch.get_num_threads()})"
+    )
+    service = cc.runtime.delays.Bimodal(base=1.0, p=args.p, slowdown=10.0)
+
+    def trivial(batch):  # LeNet-5's output shape, no work
+        return np.asarray(batch, dtype=np.float32).reshape(batch.shape[0], -1)[:, :10]
+
+    print(
+        f"{'K':>4s} {'N':>4s} {'queries':>8s} {'decoded':>8s} {'frontend us/q':>22s} {'encode us/q':>12s} "
+        f"{'decode us/q':>12s} {'frontend / LeNet-5':>19s}"
+    )
+    for k in (10, 20, 50):
+        n = k + k // 2
+        per_query, encode, decode, decoded = [], [], [], []
+        for seed in range(args.seeds):
+            arrivals = serving.poisson_arrivals(args.master_queries, args.load, n, service, rng=300 + seed)
+            inputs = (
+                np.random.default_rng(seed).normal(size=(args.master_queries, 1, 28, 28)).astype(np.float32)
+            )
+            scheme = serving.Coded(
+                cc.BACC(k, n, systematic=True), tau=args.tau, max_group_wait=args.group_wait
+            )
+            record = serving.ThreadServer(
+                trivial, n, scheme, service=service, time_unit=args.master_unit, seed=seed
+            ).run(arrivals, inputs)
+            q = record.num_queries
+            per_query.append(record.master_s["frontend"] / q * 1e6)
+            encode.append(record.master_s["encode"] / q * 1e6)
+            decode.append(record.master_s["decode"] / q * 1e6)
+            decoded.append(record.counts()["decoded"] / q)
+        ratio = np.array(per_query) / (call * 1e6)
+        print(
+            f"{k:4d} {n:4d} {args.master_queries:8d} {np.mean(decoded):8.3f} {fmt(per_query):>22s} "
+            f"{np.mean(encode):12.1f} {np.mean(decode):12.1f} {np.mean(ratio):18.1%}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--master-queries", type=int, default=1000)
+    parser.add_argument("--replicas", type=int, default=6)
+    parser.add_argument("--group", type=int, default=4, help="K of the coded scheme (N = replicas)")
+    parser.add_argument("--load", type=float, default=0.5)
+    parser.add_argument("--p", type=float, default=0.02, help="probability a task is a straggler (x10)")
+    parser.add_argument("--tau", type=float, default=1.5)
+    parser.add_argument("--hedge", type=float, default=1.5)
+    parser.add_argument("--group-wait", type=float, default=3.0)
+    parser.add_argument("--unit", type=float, default=0.02, help="seconds per clock unit (part 1)")
+    parser.add_argument("--master-unit", type=float, default=0.01, help="seconds per clock unit (part 2)")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--part", choices=("all", "compare", "master"), default="all")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    if args.part in ("all", "compare"):
+        compare(args)
+    if args.part in ("all", "master"):
+        master_work(args)
+    print(f"\n{time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
