@@ -240,3 +240,35 @@ def test_the_driver_is_open_loop_submitting_on_time_behind_a_slow_server():
     assert np.median(record.arrival - arrivals) < 0.5  # on time (within 5 ms), not after answers
     assert record.latency[-1] > 20.0  # the queue grew: the driver did not wait for answers
     assert math.isclose(record.counts()["own"], 20)
+
+
+def test_interference_starts_pinned_busy_processes_and_stops_them():
+    if not serving.can_pin():
+        with pytest.raises(ValueError, match="cores"):
+            serving.Interference(cores={0})
+        return
+    import os
+
+    core = min(os.sched_getaffinity(0))
+    interference = serving.Interference(cores={core}, processes=2, load=0.5)
+    with interference:
+        assert interference.running
+        pids = [child.pid for child in interference._children]
+        assert all(os.sched_getaffinity(pid) == {core} for pid in pids)
+        # a replica pinned to the same core serves as usual (slower, never wrong)
+        server = serving.ThreadServer(f, 2, serving.NoRedundancy(), time_unit=UNIT, affinity=[{core}, None])
+        with server:
+            futures = [server.submit(x) for x in np.eye(4)]
+        np.testing.assert_allclose(
+            np.stack([fu.result().estimate for fu in futures]), f(np.eye(4)), atol=1e-12
+        )
+    assert not interference.running and interference._children == []
+    for bad, name in (
+        ({"cores": {10**6}}, "cores"),
+        ({"processes": 0}, "processes"),
+        ({"load": 0.0}, "load"),
+    ):
+        with pytest.raises(ValueError, match=name):
+            serving.Interference(**bad)
+    with pytest.raises(ValueError, match="affinity"):
+        serving.ThreadServer(f, 2, serving.NoRedundancy(), affinity=[{core}])

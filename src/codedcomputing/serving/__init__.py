@@ -19,10 +19,12 @@ outcome, every replica's load, and the redundant work::
 
 :class:`ThreadServer` runs the same scheme objects in real time on R replica threads
 (``submit(x)`` returns a future of the answer), and :func:`drive` feeds it open-loop arrivals
-from :func:`poisson_arrivals` or :func:`bursty_arrivals`. The serving core knows nothing of
-Ray or HTTP: backends and endpoints sit on top.
+from :func:`poisson_arrivals` or :func:`bursty_arrivals`; :class:`Interference` runs CPU-bound
+background processes (pinned to chosen cores) that make replicas straggle for real. The
+serving core knows nothing of Ray or HTTP: backends and endpoints sit on top.
 """
 
+from .interference import Interference, can_pin
 from .load import bursty_arrivals, drive
 from .records import OUTCOMES, ServingRecord
 from .schemes import SCHEMES, Coded, Hedge, NoRedundancy, ParM, Replication, Scheme, make_scheme
@@ -36,6 +38,7 @@ __all__ = [
     "Answer",
     "Coded",
     "Hedge",
+    "Interference",
     "NoRedundancy",
     "ParM",
     "QueryFailed",
@@ -45,6 +48,7 @@ __all__ = [
     "SimulatedServer",
     "ThreadServer",
     "bursty_arrivals",
+    "can_pin",
     "drive",
     "make_scheme",
     "mean_service",

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 import queue
 import threading
 import time
@@ -45,6 +46,7 @@ import numpy as np
 
 from .._validation import check_choice, check_count, check_flag, check_number, check_seed
 from ..runtime.delays import DelayModel
+from .interference import check_cores
 from .records import OUTCOMES, ServingRecord
 from .schemes import ParM, Scheme
 from .server import (
@@ -103,6 +105,10 @@ class ThreadServer:
     balancer, cancel, seed
         As for :class:`~codedcomputing.serving.SimulatedServer` (the same seed pairs the
         service draws and balancer choices with a simulated run).
+    affinity : sequence of R sets of core ids, or None
+        Pin replica r's thread to ``affinity[r]`` (``os.sched_setaffinity``, Linux; None in an
+        entry leaves that replica free): with :class:`~codedcomputing.serving.Interference`
+        on the same core, that replica straggles for real.
 
     Use as a context manager (``with ThreadServer(...) as server: server.submit(x)``), or
     :meth:`run` a whole arrival sequence.
@@ -119,6 +125,7 @@ class ThreadServer:
         balancer: str = "p2c",
         cancel=True,
         seed=0,
+        affinity=None,
     ):
         self.num_replicas = check_count(num_replicas, "num_replicas", 1)
         if callable(f):
@@ -143,6 +150,14 @@ class ThreadServer:
         self.balancer = check_choice(balancer, "balancer", BALANCERS)
         self.cancel = check_flag(cancel, "cancel")
         self.seed = check_seed(seed, "seed")
+        if affinity is None:
+            self.affinity = [None] * self.num_replicas
+        elif isinstance(affinity, Sequence) and len(affinity) == self.num_replicas:
+            self.affinity = [check_cores(cores, f"affinity[{r}]") for r, cores in enumerate(affinity)]
+        else:
+            raise ValueError(
+                f"affinity must be None or {self.num_replicas} sets of core ids, got {affinity!r}"
+            )
         self._run: _LiveRun | None = None
         self._state = "new"
 
@@ -485,6 +500,8 @@ class _LiveRun(_Run):
     # --- a replica (its own thread) -----------------------------------------------------
     def serve(self, replica: int) -> None:
         tasks, f = self.queues[replica], self.server.functions[replica]
+        if self.server.affinity[replica] is not None:
+            os.sched_setaffinity(0, self.server.affinity[replica])  # 0: this thread, on Linux
         while True:
             task = tasks.get()
             if task < 0:
