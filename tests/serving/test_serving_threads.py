@@ -272,3 +272,18 @@ def test_interference_starts_pinned_busy_processes_and_stops_them():
             serving.Interference(**bad)
     with pytest.raises(ValueError, match="affinity"):
         serving.ThreadServer(f, 2, serving.NoRedundancy(), affinity=[{core}])
+
+
+def test_close_with_a_timeout_fails_the_queries_a_hung_replica_holds():
+    def hangs(x):
+        time.sleep(0.3)
+        return f(x)
+
+    server = serving.ThreadServer([hangs, f], 2, serving.NoRedundancy(), balancer="jsq", seed=0).start()
+    futures = [server.submit(x) for x in np.eye(4)[:2]]  # jsq: one query on each replica
+    time.sleep(0.05)
+    server.close(timeout=0.05)
+    outcomes = sorted(type(future.exception()).__name__ for future in futures)
+    assert outcomes == ["NoneType", "QueryFailed"]
+    assert "closed" in str(next(fu.exception() for fu in futures if fu.exception() is not None))
+    assert server.record().counts()["failed"] == 1
