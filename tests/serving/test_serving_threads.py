@@ -287,3 +287,10 @@ def test_close_with_a_timeout_fails_the_queries_a_hung_replica_holds():
     assert outcomes == ["NoneType", "QueryFailed"]
     assert "closed" in str(next(fu.exception() for fu in futures if fu.exception() is not None))
     assert server.record().counts()["failed"] == 1
+
+
+def test_a_server_closed_without_queries_records_an_empty_run():
+    server = serving.ThreadServer(f, 2, serving.Coded(cc.BACC(2, 3, systematic=True), tau=1.0)).start()
+    server.close()
+    record = server.record()
+    assert record.num_queries == 0 and record.counts()["own"] == 0 and record.failed_tasks == 0

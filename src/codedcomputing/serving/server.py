@@ -421,8 +421,9 @@ class _Run:
         role = np.array(self.t_role, dtype=np.int64)
         primary_start = np.full(self.arrivals.size, np.nan)
         first = [tasks[0] if tasks else -1 for tasks in self.q_tasks]
-        has = np.array(first) >= 0
-        primary_start[has] = started[np.array(first)[has]]
+        first = np.array(first, dtype=np.int64)
+        has = first >= 0
+        primary_start[has] = started[first[has]]
         queries = np.array(self.t_query, dtype=np.int64)
         group = np.full(self.arrivals.size, -1, dtype=np.int64)
         mine = queries >= 0

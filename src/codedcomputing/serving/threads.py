@@ -160,6 +160,7 @@ class ThreadServer:
             )
         self._run: _LiveRun | None = None
         self._state = "new"
+        self._gate = threading.Lock()  # a submit and a close do not interleave
 
     # --- lifecycle ---------------------------------------------------------------------
     def start(self, last_query: int = -1) -> ThreadServer:
@@ -176,18 +177,22 @@ class ThreadServer:
 
         Open loop: returns at once. The future raises :class:`QueryFailed` if no path could
         answer the query."""
-        if self._state != "running":
-            raise RuntimeError(f"submit needs a running server (start it first); this one is {self._state}")
-        return self._run.post_query(_check_input(x, self._run.input_spec))
+        with self._gate:
+            if self._state != "running":
+                raise RuntimeError(
+                    f"submit needs a running server (start it first); this one is {self._state}"
+                )
+            return self._run.post_query(_check_input(x, self._run.input_spec))
 
     def close(self, timeout: float | None = None) -> None:
         """Stop taking queries, answer every query in flight, then stop the threads.
 
         ``timeout`` (seconds, None: no limit): queries still unanswered then fail with
         :class:`QueryFailed`."""
-        if self._state != "running":
-            return
-        self._state = "closed"
+        with self._gate:
+            if self._state != "running":
+                return
+            self._state = "closed"
         self._run.stop(timeout)
 
     def __enter__(self) -> ThreadServer:
