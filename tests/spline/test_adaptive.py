@@ -270,9 +270,8 @@ def test_the_sampled_weight_keeps_the_leave_one_out_error_near_its_optimum():
             )
             decoder = AdaptiveInterpolant(t, np.linspace(-0.9, 0.9, 100))
             assert decoder.loo_rows is not None and decoder.loo_rows.size < t.size / 2, name
-            theta = decoder.weight(y)  # a first call: the residuals at every knot, the sample's kept
-            assert decoder.weight(y.copy()) == pytest.approx(theta, rel=1e-9)  # then the sample's rows
-            assert decoder.weight(y.copy()) == decoder.weight(y)
+            theta = decoder.weight(y)
+            assert theta == decoder.weight(y.copy())
             r_linear, r_cubic = linear_loo_residuals(t, y), cubic_loo_residuals(t, y)
             exact = blend_weight(r_linear, r_cubic)
 
@@ -286,14 +285,19 @@ def test_the_sampled_weight_keeps_the_leave_one_out_error_near_its_optimum():
 def test_a_sampled_weight_reads_only_its_rows_and_ignores_the_knots_order():
     rng = np.random.default_rng(22)
     t = sampled_layouts(rng)["chebyshev, a block missing"]
-    y = np.sin(3 * t)[:, None] + np.abs(t[:, None] - rng.uniform(-1, 1, 20))
+    y = np.sin(3 * t)[:, None] + np.abs(t[:, None] - rng.uniform(-1, 1, 40))  # wide: read by rows
     decoder = AdaptiveInterpolant(t, np.linspace(-0.9, 0.9, 100))
-    first = decoder.weight(y)  # solves at every knot; later calls read the sample's rows alone
     theta = decoder.weight(y)
-    assert theta == pytest.approx(first, rel=1e-9)
     unread = np.setdiff1d(np.arange(t.size), decoder.loo_rows)
     changed = y.copy()
-    changed[unread] = rng.normal(size=(unread.size, 20))
+    changed[unread] = rng.normal(size=(unread.size, 40))
+    # narrow results solve at every knot instead: the same sample's residuals, to rounding
+    narrow = y[:, :20]
+    rows = decoder.residual_rows
+    values = narrow[rows.knots]
+    both = rows.matrix @ values
+    expected = blend_weight(both[: rows.targets.size], both[rows.targets.size :])
+    assert decoder.weight(narrow) == pytest.approx(expected, rel=1e-9)
     assert decoder.weight(changed) == theta
     perm = rng.permutation(t.size)
     assert AdaptiveInterpolant(t[perm], np.linspace(-0.9, 0.9, 100)).weight(y[perm]) == pytest.approx(
@@ -303,16 +307,13 @@ def test_a_sampled_weight_reads_only_its_rows_and_ignores_the_knots_order():
 
 @pytest.mark.parametrize("n", [30, 200])
 def test_the_dense_and_recurrence_paths_give_the_exact_weight(n):
-    """A first call solves for the residuals at every knot; later ones, with few knots, take
-    them as one dense product (more knots: the recurrence again). Both exact for results up
-    to the sketch width."""
+    """Few knots: the residuals as one dense product; more: the tridiagonal recurrence. Both
+    exact for results up to the sketch width."""
     rng = np.random.default_rng(n)
     t = np.sort(rng.uniform(-1, 1, n))
     y = np.sin(rng.uniform(1, 5, 7) * t[:, None]) + np.abs(t[:, None] - 0.1)
     decoder = AdaptiveInterpolant(t, np.zeros(2))
     expected = blend_weight(linear_loo_residuals(t, y), cubic_loo_residuals(t, y))
-    assert decoder.weight(y) == pytest.approx(expected, rel=1e-12)
-    assert decoder._residual_rows is None
     assert decoder.weight(y) == pytest.approx(expected, rel=1e-12)
     assert (decoder._residual_rows is not None) == (n <= 64)
 

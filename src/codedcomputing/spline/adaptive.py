@@ -22,11 +22,8 @@ and ``K_jj`` needs only three diagonals of ``R^{-1}``, which the forward and the
 ``LDL^T`` factorisations of the tridiagonal ``R`` give in ``O(n)`` (the inverse's diagonal
 is ``1 / (d_fwd + d_bwd - diag R)``; its off-diagonals follow from the factor).
 
-A decoder's first call solves for both residuals at every knot, ``O(n d)``, as the fit
-itself does; a matrix of them, built once per set of knots, pays only from a second call on
-(a serving master sees a new alive set at nearly every decode), so later calls build it:
-with few knots (at most :data:`DENSE_LOO_KNOTS`) a dense one, both residuals in one product.
-Many more knots than points (more than twice ``count = max(LOO_KNOTS, len(points))`` interior
+Few knots (at most :data:`DENSE_LOO_KNOTS`): both residuals are one dense product. Many
+more knots than points (more than twice ``count = max(LOO_KNOTS, len(points))`` interior
 ones): theta's two sums are estimated on a weighted sample of the interior knots, fixed per
 set of knots (:func:`_sampled_rows`): the knots beside the widest brackets (gaps, whose
 residuals dominate) and ``count`` more in blocks of :data:`LOO_BLOCK` spread evenly. Their
@@ -34,7 +31,10 @@ residuals come from rows of ``K``: with ``R = L D L^T`` (``L`` unit lower bidiag
 subdiagonal ``l``), ``Z = R^{-1}`` has ``Z[i, c] = Z[c, c] prod_{k=i}^{c-1} (-l_k)`` above
 its diagonal, so a row's weights decay geometrically away from ``t_j`` and are cut where
 they fall below :data:`~codedcomputing.spline.maps.TRUNCATION` of the row's largest (~25
-knots a side); a call reads only the results at the knots those rows touch. Results wider
+knots a side); a call reads only the results at the knots those rows touch. Results up to
+:data:`SKETCH_COLUMNS` wide skip the rows: a solve at every knot gives the sample's residuals
+at ``O(n d)``, less than building the rows costs a decoder used once (a serving master sees a
+new alive set at nearly every decode). Results wider
 than :data:`SKETCH_COLUMNS` are first summarised by a CountSketch (:func:`_sketch`). So
 building the decoder for a set of knots is ``O(n + len(points))``, and theta costs
 ``O(max(LOO_KNOTS, len(points)) d)``, about what the two interpolants' decode does.
@@ -418,11 +418,10 @@ class AdaptiveInterpolant:
             {d: ((1.0 - b).astype(d)[:, None], b.astype(d)[:, None]) for d in _GATHERED},
         )
         self._linear = None
-        self._clamped, self._cubic, self._calls = clamped, None, 0
+        self._clamped, self._cubic = clamped, None
         # theta's pieces: the cubic's recurrence, or (many more knots than points) the sampled
         # residuals as one matrix, built at the first call
         self.cubic_loo = self._residual_rows = self._sample = self._sample_knots = None
-        self._weighed = False  # a call has fitted theta
         self._dense = False
         if t.size >= 4:
             self.cubic_loo = _CubicLeaveOneOut(t)
@@ -461,18 +460,16 @@ class AdaptiveInterpolant:
         return self._cubic
 
     def cubic_values(self, y, shared=None):
-        """``C`` at the points (clamped into the knots' range). A decoder's first call on numpy
-        results of width up to :data:`SKETCH_COLUMNS` solves for the curvatures itself (or
-        takes them from theta's solve: ``shared``, the sorted float64 results and their
-        curvatures) and evaluates the cubic there, at no cost of building; wider and later
-        calls go to :attr:`cubic`, which picks a map or a solve by their predicted costs and
-        builds its map once that pays."""
-        first_call, self._calls = self._calls == 0, self._calls + 1
+        """``C`` at the points (clamped into the knots' range). Numpy results up to
+        :data:`SKETCH_COLUMNS` wide, or whose curvatures theta's solve gave (``shared``: the
+        sorted float64 results and their curvatures), are solved for here and the cubic
+        evaluated at the points, with nothing to build; wider results and torch tensors go
+        to :attr:`cubic`, which picks a map or a solve by their predicted costs and builds
+        its map once that pays."""
         if shared is not None and shared[1] is None:  # theta's values were sketched
             shared = None
         if not (
-            first_call
-            and self.cubic_loo is not None
+            self.cubic_loo is not None
             and isinstance(y, np.ndarray)
             and y.dtype in _GATHERED
             and y.size
@@ -537,20 +534,17 @@ class AdaptiveInterpolant:
         curvatures at the interior knots when they are the results' own (numpy, unsketched;
         else None); None when theta read only a sample's rows or rescaled the results.
 
-        A decoder's first call solves at every knot (``O(n d)``, no matrix to build: what a
-        decoder used once wants); later calls build :attr:`residual_rows` once where there
-        is one (few knots: a dense product; a sample of many: only the knots its rows touch,
-        which wide first calls use too). The two agree to rounding (sampled rows drop
-        weights below :data:`~codedcomputing.spline.maps.TRUNCATION` of their largest)."""
+        The route depends on the decoder and the width alone, so a decoder gives the same
+        theta, bit for bit, at every call: few knots, the dense :attr:`residual_rows`; a
+        sample of many, a solve at every knot for results up to :data:`SKETCH_COLUMNS` wide
+        (``O(n d)``, nothing to build, as a decoder used once wants) and the sample's rows
+        for wider ones (built once; the sketch then reads only the knots they touch); else a
+        solve at every knot."""
         if self.cubic_loo is None:  # through 2 or 3 knots, leaving one out leaves a line
             return 1.0, None
         flat = y.reshape(y.shape[0], -1)
-        first_call, self._weighed = not self._weighed, True
-        # a decoder used once solves (its rows would cost more than they save); a sample's rows
-        # also serve wide first calls (the sketch then reads only the rows they touch)
-        by_rows = (self._dense and not first_call) or (
-            self._sample is not None and not (first_call and flat.shape[1] <= SKETCH_COLUMNS)
-        )
+        # by width alone, so that a decoder gives the same theta, bit for bit, at every call
+        by_rows = self._dense or (self._sample is not None and flat.shape[1] > SKETCH_COLUMNS)
         rows = self.loo_rows if by_rows else self.order
         if rows is not None:
             flat = _arraylib.take_rows(flat, rows)
@@ -559,7 +553,7 @@ class AdaptiveInterpolant:
         else:
             values = _arraylib.to_float64(flat)
         scale = float(np.max(np.abs(values), initial=0.0))
-        shareable = not by_rows and 1e-100 < scale < 1e100
+        shareable = (self._dense or not by_rows) and 1e-100 < scale < 1e100
         exact = shareable and isinstance(y, np.ndarray) and flat.shape[1] <= SKETCH_COLUMNS
         if not 1e-150 < scale < 1e150:  # theta is scale-free; 1e300 results overflow the solve
             if not 0.0 < scale < np.inf:
@@ -567,7 +561,8 @@ class AdaptiveInterpolant:
             values = values / scale
         if by_rows:
             both = np.asarray(self._residual_rows.matrix @ values)
-            return _theta(both[: both.shape[0] // 2], both[both.shape[0] // 2 :]), None
+            theta = _theta(both[: both.shape[0] // 2], both[both.shape[0] // 2 :])
+            return theta, ((values, None) if self._dense and shareable else None)
         w, complement = self.linear_loo_weights  # linear_loo_residuals, its weights kept
         r_linear = values[1:-1] - (w * values[:-2] + complement * values[2:])
         r_cubic, curvatures = self.cubic_loo.residuals_and_curvatures(values)
