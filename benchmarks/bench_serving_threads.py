@@ -9,7 +9,9 @@
 2. The master's work per query (frontend: every event it handles, the code's encode and
    decode among it; the frontend thread's CPU time) on the ThreadServer with the coded scheme
    (BACC, K = 10, 20, 50, N = 1.5 K replicas, LeNet-5's input and output shapes, a trivial f so
-   that the replicas cost nothing), against one LeNet-5 call on one input (median of 300).
+   that the replicas cost nothing), against one LeNet-5 call on one input (median of 300); and
+   the frontend's work per query with no redundancy on the same stream (its event handling
+   alone).
 
 Usage: OMP_NUM_THREADS=1 python benchmarks/bench_serving_threads.py [--seeds 3] [--queries 300]
 """
@@ -112,11 +114,11 @@ def master_work(args) -> None:
 
     print(
         f"{'K':>4s} {'N':>4s} {'queries':>8s} {'decoded':>8s} {'frontend us/q':>22s} {'encode us/q':>12s} "
-        f"{'decode us/q':>12s} {'frontend / LeNet-5':>19s}"
+        f"{'decode us/q':>12s} {'frontend / LeNet-5':>19s} {'none us/q':>22s}"
     )
     for k in (10, 20, 50):
         n = k + k // 2
-        per_query, encode, decode, decoded = [], [], [], []
+        per_query, encode, decode, decoded, plain = [], [], [], [], []
         for seed in range(args.seeds):
             arrivals = serving.poisson_arrivals(args.master_queries, args.load, n, service, rng=300 + seed)
             inputs = (
@@ -133,10 +135,14 @@ def master_work(args) -> None:
             encode.append(record.master_s["encode"] / q * 1e6)
             decode.append(record.master_s["decode"] / q * 1e6)
             decoded.append(record.counts()["decoded"] / q)
+            baseline = serving.ThreadServer(  # the same stream with no code: the event handling alone
+                trivial, n, serving.NoRedundancy(), service=service, time_unit=args.master_unit, seed=seed
+            ).run(arrivals, inputs)
+            plain.append(baseline.master_s["frontend"] / q * 1e6)
         ratio = np.array(per_query) / (call * 1e6)
         print(
             f"{k:4d} {n:4d} {args.master_queries:8d} {np.mean(decoded):8.3f} {fmt(per_query):>22s} "
-            f"{np.mean(encode):12.1f} {np.mean(decode):12.1f} {np.mean(ratio):18.1%}"
+            f"{np.mean(encode):12.1f} {np.mean(decode):12.1f} {np.mean(ratio):18.1%} {fmt(plain):>22s}"
         )
 
 
