@@ -307,15 +307,19 @@ def test_a_sampled_weight_reads_only_its_rows_and_ignores_the_knots_order():
 
 @pytest.mark.parametrize("n", [30, 200])
 def test_the_dense_and_recurrence_paths_give_the_exact_weight(n):
-    """Few knots: the residuals as one dense product; more: the tridiagonal recurrence. Both
-    exact for results up to the sketch width."""
+    """Results up to the sketch width: the tridiagonal recurrence, exact. Wider ones are
+    sketched, and with few knots take the residuals as one dense product."""
     rng = np.random.default_rng(n)
     t = np.sort(rng.uniform(-1, 1, n))
     y = np.sin(rng.uniform(1, 5, 7) * t[:, None]) + np.abs(t[:, None] - 0.1)
     decoder = AdaptiveInterpolant(t, np.zeros(2))
     expected = blend_weight(linear_loo_residuals(t, y), cubic_loo_residuals(t, y))
-    assert decoder.weight(y) == pytest.approx(expected, rel=1e-12)
-    assert (decoder._residual_rows is not None) == (n <= 64)
+    assert decoder.weight(y) == pytest.approx(expected, rel=1e-12)  # narrow: the recurrence
+    assert decoder._residual_rows is None
+    assert (decoder.residual_rows is not None) == (n <= 64)
+    wide = np.repeat(y, 6, axis=1)  # sketched: the rows where there are any
+    sketched = decoder.weight(wide)
+    assert sketched == decoder.weight(wide.copy())
 
 
 def test_wide_float32_results_are_sketched_in_float32_without_overflow():

@@ -22,19 +22,20 @@ and ``K_jj`` needs only three diagonals of ``R^{-1}``, which the forward and the
 ``LDL^T`` factorisations of the tridiagonal ``R`` give in ``O(n)`` (the inverse's diagonal
 is ``1 / (d_fwd + d_bwd - diag R)``; its off-diagonals follow from the factor).
 
-Few knots (at most :data:`DENSE_LOO_KNOTS`): both residuals are one dense product. Many
-more knots than points (more than twice ``count = max(LOO_KNOTS, len(points))`` interior
-ones): theta's two sums are estimated on a weighted sample of the interior knots, fixed per
-set of knots (:func:`_sampled_rows`): the knots beside the widest brackets (gaps, whose
-residuals dominate) and ``count`` more in blocks of :data:`LOO_BLOCK` spread evenly. Their
+Results up to :data:`SKETCH_COLUMNS` wide: a solve at every knot, ``O(n d)`` with nothing
+to build (a serving master sees a new alive set at nearly every decode). Wider results are
+sketched first; then few knots (at most :data:`DENSE_LOO_KNOTS`) take both residuals as one
+dense product, built once per set of knots. Many more knots than points (more than twice
+``count = max(LOO_KNOTS, len(points))`` interior ones): theta's two sums are estimated on
+a weighted sample of the interior knots, fixed per set of knots (:func:`_sampled_rows`):
+the knots beside the widest brackets (gaps, whose residuals dominate) and ``count`` more
+in blocks of :data:`LOO_BLOCK` spread evenly. Their
 residuals come from rows of ``K``: with ``R = L D L^T`` (``L`` unit lower bidiagonal,
 subdiagonal ``l``), ``Z = R^{-1}`` has ``Z[i, c] = Z[c, c] prod_{k=i}^{c-1} (-l_k)`` above
 its diagonal, so a row's weights decay geometrically away from ``t_j`` and are cut where
 they fall below :data:`~codedcomputing.spline.maps.TRUNCATION` of the row's largest (~25
-knots a side); a call reads only the results at the knots those rows touch. Results up to
-:data:`SKETCH_COLUMNS` wide skip the rows: a solve at every knot gives the sample's residuals
-at ``O(n d)``, less than building the rows costs a decoder used once (a serving master sees a
-new alive set at nearly every decode). Results wider
+knots a side); a wide call reads only the results at the knots those rows touch (a narrow
+one takes the sample's residuals from its solve at every knot). Results wider
 than :data:`SKETCH_COLUMNS` are first summarised by a CountSketch (:func:`_sketch`). So
 building the decoder for a set of knots is ``O(n + len(points))``, and theta costs
 ``O(max(LOO_KNOTS, len(points)) d)``, about what the two interpolants' decode does.
@@ -535,16 +536,16 @@ class AdaptiveInterpolant:
         else None); None when theta read only a sample's rows or rescaled the results.
 
         The route depends on the decoder and the width alone, so a decoder gives the same
-        theta, bit for bit, at every call: few knots, the dense :attr:`residual_rows`; a
-        sample of many, a solve at every knot for results up to :data:`SKETCH_COLUMNS` wide
-        (``O(n d)``, nothing to build, as a decoder used once wants) and the sample's rows
-        for wider ones (built once; the sketch then reads only the knots they touch); else a
-        solve at every knot."""
+        theta, bit for bit, at every call: results up to :data:`SKETCH_COLUMNS` wide, a solve
+        at every knot (``O(n d)``, nothing to build, as a decoder used once wants; the
+        sample's residuals picked from it where there is one); wider (sketched) results, the
+        :attr:`residual_rows` where there are any (few knots: one dense product; a sample of
+        many: the sketch reads only the knots its rows touch), built once."""
         if self.cubic_loo is None:  # through 2 or 3 knots, leaving one out leaves a line
             return 1.0, None
         flat = y.reshape(y.shape[0], -1)
         # by width alone, so that a decoder gives the same theta, bit for bit, at every call
-        by_rows = self._dense or (self._sample is not None and flat.shape[1] > SKETCH_COLUMNS)
+        by_rows = (self._dense or self._sample is not None) and flat.shape[1] > SKETCH_COLUMNS
         rows = self.loo_rows if by_rows else self.order
         if rows is not None:
             flat = _arraylib.take_rows(flat, rows)
