@@ -12,6 +12,9 @@
    that the replicas cost nothing), against one LeNet-5 call on one input (median of 300); and
    the frontend's work per query with no redundancy on the same stream (its event handling
    alone).
+3. Real interference: two LeNet-5 replicas pinned to two cores (``affinity``), 400 queries/s,
+   with and without a busy process (:class:`~codedcomputing.serving.Interference`) pinned to
+   the first replica's core; each replica's task service times and the queries' p99.
 
 Usage: OMP_NUM_THREADS=1 python benchmarks/bench_serving_threads.py [--seeds 3] [--queries 300]
 """
@@ -146,6 +149,41 @@ def master_work(args) -> None:
         )
 
 
+def interference(args) -> None:
+    """Two LeNet-5 replicas pinned to two cores, a busy process on the first one's core or none."""
+    import os
+
+    if not serving.can_pin() or len(os.sched_getaffinity(0)) < 2:
+        print("\n3. interference: needs os.sched_setaffinity and two cores; skipped")
+        return
+    first, second = sorted(os.sched_getaffinity(0))[:2]
+    lenet = cc.models.numpy_function("lenet5", progress=False)
+    inputs = np.random.default_rng(0).normal(size=(args.interference_queries, 1, 28, 28)).astype(np.float32)
+    arrivals = np.arange(args.interference_queries) / args.interference_rate
+    print(
+        f"\n3. LeNet-5 on 2 replicas pinned to cores {first} and {second}, {inputs.shape[0]} queries at "
+        f"{args.interference_rate:g}/s, {args.interference_processes} busy process(es); task service ms: "
+        "median and p90 per replica"
+    )
+    for label, busy in (("no interference", None), (f"busy process on core {first}", {first})):
+        runs = []
+        for seed in range(args.seeds):
+            server = serving.ThreadServer(
+                lenet, 2, serving.NoRedundancy(), balancer="jsq", seed=seed, affinity=[{first}, {second}]
+            )
+            if busy is None:
+                runs.append(server.run(arrivals, inputs))
+            else:
+                with serving.Interference(cores=busy, processes=args.interference_processes):
+                    runs.append(server.run(arrivals, inputs))
+        cells = []
+        for replica in (0, 1):
+            service = np.concatenate([r.tasks["service"][r.tasks["replica"] == replica] for r in runs]) * 1e3
+            cells.append(f"replica {replica}: {np.median(service):5.2f} / {np.percentile(service, 90):5.2f}")
+        p99 = [r.percentile(99) * 1e3 for r in runs]
+        print(f"{label:28s} {cells[0]}   {cells[1]}   query p99 {fmt(p99)} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=300)
@@ -160,13 +198,18 @@ def main() -> None:
     parser.add_argument("--unit", type=float, default=0.02, help="seconds per clock unit (part 1)")
     parser.add_argument("--master-unit", type=float, default=0.01, help="seconds per clock unit (part 2)")
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--part", choices=("all", "compare", "master"), default="all")
+    parser.add_argument("--interference-queries", type=int, default=400)
+    parser.add_argument("--interference-processes", type=int, default=3)
+    parser.add_argument("--interference-rate", type=float, default=400.0)
+    parser.add_argument("--part", choices=("all", "compare", "master", "interference"), default="all")
     args = parser.parse_args()
     start = time.perf_counter()
     if args.part in ("all", "compare"):
         compare(args)
     if args.part in ("all", "master"):
         master_work(args)
+    if args.part in ("all", "interference"):
+        interference(args)
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 

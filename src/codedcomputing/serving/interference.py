@@ -3,11 +3,12 @@
 A replica slowed by a neighbour, not by a drawn delay: :class:`Interference` runs ``processes``
 busy loops in separate Python processes (so the parent's GIL is untouched), each busy a
 ``load`` share of every 10 ms, and, where the system can (``os.sched_setaffinity``, Linux),
-pins them to ``cores``. Pin a replica thread to the same core (``ThreadServer(...,
-affinity=...)``) and that replica straggles while the interference runs; replicas whose ``f``
-holds the GIL (plain numpy on small inputs) slow the whole server instead, which is what
-interference does to a single-process server. Where pinning is not available, ``cores`` must
-be None (the scheduler places the loops).
+pins them to ``cores``. Thread replicas can be pinned too (``ThreadServer(..., affinity=...)``),
+but they share one interpreter: interference on one replica's core slows the whole server
+(through the GIL and the frontend), and one busy loop barely slows a mostly sleeping replica
+thread (the scheduler lets it preempt the loop); see docs/serving.rst for measurements.
+Per-replica real stragglers need replicas in separate processes. Where pinning is not
+available, ``cores`` must be None (the scheduler places the loops).
 """
 
 from __future__ import annotations
