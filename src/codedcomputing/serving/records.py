@@ -48,8 +48,10 @@ class ServingRecord:
     Live runs (:class:`~codedcomputing.serving.ThreadServer`) also hold ``failed`` (per query:
     no path could answer it; its ``outcome`` is -1, ``answered_at`` when it failed),
     ``failed_tasks``, ``master_s`` (the frontend's CPU seconds: ``"frontend"``, ``"encode"``,
-    ``"decode"``) and ``errors`` (scheme errors the frontend caught); times are in the server's
-    clock units.
+    ``"decode"``), ``errors`` (scheme errors the frontend caught), ``redispatched`` (per query:
+    how many times its task was re-dispatched after its replica was lost), ``lost_tasks``
+    (tasks lost with their replica) and ``lost_replicas`` (the replicas lost, in the order
+    seen); times are in the server's clock units.
     ``load_trace`` (runs with ``trace_load=True``): every change of a replica's load, arrays
     ``time``, ``replica`` and ``load`` (the load from that time on), in time order.
     """
@@ -79,6 +81,9 @@ class ServingRecord:
     failed_tasks: int = 0
     master_s: dict | None = None
     errors: list = field(default_factory=list)
+    redispatched: np.ndarray | None = None
+    lost_tasks: int = 0
+    lost_replicas: list = field(default_factory=list)
 
     @property
     def num_queries(self) -> int:

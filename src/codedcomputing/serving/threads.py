@@ -61,13 +61,43 @@ from .server import (
     _Uniforms,
 )
 
-__all__ = ["Answer", "QueryFailed", "ThreadServer"]
+__all__ = ["Answer", "QueryFailed", "ReplicaLost", "ThreadServer"]
 
 _DECODED = OUTCOMES.index("decoded")
 
 
 class QueryFailed(RuntimeError):
     """A query no path could answer (its tasks failed), or one the server closed on."""
+
+
+class ReplicaLost(RuntimeError):
+    """A replica's backend lost it (a dead Ray actor, a lost node): its task did not return and
+    none will."""
+
+
+class _ThreadReplicas:
+    """The in-process replica backend: a task runs on its replica's thread.
+
+    A backend's interface (what :class:`_LiveRun` calls): ``start(run)`` before the replica
+    threads start; ``call(replica, fn, x, delay)`` on replica ``replica``'s thread: wait
+    ``delay`` seconds (cut short once ``run.halt`` is set), then ``fn(x)`` (``fn`` None:
+    the replica's model) and return its output, or raise: :class:`ReplicaLost` when the
+    replica is gone, any other error when the call failed; ``close()`` after the threads
+    stopped."""
+
+    def __init__(self, functions):
+        self.functions = functions
+
+    def start(self, run) -> None:
+        self.halt = run.halt
+
+    def call(self, replica, fn, x, delay):
+        if delay > 0:
+            self.halt.wait(delay)
+        return (fn or self.functions[replica])(x)
+
+    def close(self) -> None:
+        pass
 
 
 @dataclass(frozen=True)
@@ -161,6 +191,10 @@ class ThreadServer:
         self._run: _LiveRun | None = None
         self._state = "new"
         self._gate = threading.Lock()  # a submit and a close do not interleave
+
+    def _replicas(self):
+        """A new replica backend for one run (the module docstring of :class:`_ThreadReplicas`)."""
+        return _ThreadReplicas(self.functions)
 
     # --- lifecycle ---------------------------------------------------------------------
     def start(self, last_query: int = -1) -> ThreadServer:
@@ -293,6 +327,11 @@ class _LiveRun(_Run):
         self.t_output: list = []
         self.failed_tasks = 0
         self.failures: list[tuple[int, int, str]] = []  # (task, replica, why)
+        self.q_redispatched: list[int] = []  # per query: its tasks re-dispatched after a loss
+        self.t_lost: set[int] = set()  # tasks lost with their replica
+        self.dead: set[int] = set()  # replicas lost
+        self.lost_replicas: list[tuple[int, float]] = []  # (replica, when the loss was seen)
+        self.lost_tasks = 0
         self.suspects: set[int] = set()
         self.errors: list[str] = []
         self.master = {"frontend": 0.0, "encode": 0.0, "decode": 0.0}
@@ -310,6 +349,8 @@ class _LiveRun(_Run):
         return (time.perf_counter() - self.t0) / self.unit
 
     def start(self) -> None:
+        self.backend = self.server._replicas()
+        self.backend.start(self)
         self.t0 = time.perf_counter()
         self.scheme.prepare(None)
         self.threads = [
@@ -338,6 +379,7 @@ class _LiveRun(_Run):
         self.frontend.join()
         for thread in self.threads:
             thread.join(1.0)  # a replica stuck in f is a daemon thread: left behind
+        self.backend.close()
 
     # --- the scheme's interface (frontend thread) ---------------------------------------
     def submit(self, replica, query, role, group=-1, index=-1, x=None, fn=None) -> int:
@@ -455,12 +497,19 @@ class _LiveRun(_Run):
                 (self.q_future, future),
                 (self.q_value, None),
                 (self.q_exact, False),
+                (self.q_redispatched, 0),
             ):
                 table.append(value)
             self.scheme.arrive(self, query)
         elif kind == "done":
-            _, task, output, why, busy = event
+            _, task, output, why, busy, lost = event
             replica = self.t_replica[task]
+            if lost:
+                self.lost_tasks += 1
+                self.t_lost.add(task)
+                if replica not in self.dead:
+                    self.dead.add(replica)
+                    self.lost_replicas.append((replica, self.now))
             self.t_state[task] = _DONE
             self.t_service[task] = busy
             self.busy[replica] += busy
@@ -494,9 +543,32 @@ class _LiveRun(_Run):
             elif not any(self.pending(t) for t in self.q_tasks[query]) and not self.scheme.recoverable(
                 self, query
             ):
+                if self.redispatch(query):
+                    continue
                 why = "; ".join(w for task, _, w in self.failures if self.t_query[task] == query)
                 self.fail(query, f"its tasks failed ({why})")
                 self.suspects.discard(query)
+
+    def redispatch(self, query: int) -> bool:
+        """The re-dispatch rule: a query none of whose paths is left, one of whose tasks was lost
+        with its replica, gets a new task like its last lost one (same role and group) on a
+        live replica picked by the balancer; at most ``num_replicas`` times per query. False
+        when the rule does not apply (the query then fails)."""
+        lost = [task for task in self.q_tasks[query] if task in self.t_lost]
+        if not lost or self.q_redispatched[query] >= self.num_replicas or len(self.dead) >= self.num_replicas:
+            return False
+        task = lost[-1]
+        self.q_redispatched[query] += 1
+        self.submit(self.pick(), query, self.t_role[task], self.t_group[task], self.t_index[task])
+        return True
+
+    def pick(self, exclude=()) -> int:
+        """The balancer's replica among the live ones (lost replicas are never picked while one
+        lives), apart from ``exclude`` while others remain."""
+        if not self.dead or len(self.dead) >= self.num_replicas:
+            return super().pick(exclude)
+        avoid = self.dead | set(exclude)
+        return super().pick(avoid if len(avoid) < self.num_replicas else self.dead)
 
     def fail(self, query: int, why: str) -> None:
         self.answered_at[query], self.outcome[query] = self.now, -2
@@ -504,9 +576,10 @@ class _LiveRun(_Run):
 
     # --- a replica (its own thread) -----------------------------------------------------
     def serve(self, replica: int) -> None:
-        tasks, f = self.queues[replica], self.server.functions[replica]
+        tasks, backend = self.queues[replica], self.backend
         if self.server.affinity[replica] is not None:
             os.sched_setaffinity(0, self.server.affinity[replica])  # 0: this thread, on Linux
+        lost = None  # why this replica is gone, once it is
         while True:
             task = tasks.get()
             if task < 0:
@@ -517,26 +590,30 @@ class _LiveRun(_Run):
                 self.t_state[task] = _RUNNING
             began = time.perf_counter()
             self.t_start[task] = (began - self.t0) / self.unit
+            if lost is not None:  # queued behind the loss: lost with the replica, never run
+                self.events.put(("done", task, None, lost, 0.0, True))
+                continue
+            delay = 0.0
             if self.draws is not None:
                 with self.draw_lock:
                     delay = self.draws.next(replica) * self.unit
-                self.halt.wait(delay)
             query = self.t_query[task]
             x = self.q_input[query] if query >= 0 else self.t_input[task]
-            fn = self.t_fn[task] or f
             output, why = None, None
             try:
-                output = np.asarray(fn(x[None]))
+                output = np.asarray(backend.call(replica, self.t_fn[task], x[None], delay))
                 if output.ndim < 1 or output.shape[0] != 1:
                     why = f"returned shape {output.shape} for one input row"
                 elif np.issubdtype(output.dtype, np.number) and not np.all(np.isfinite(output)):
                     why = "returned NaN or inf"
                 else:
                     output = output[0]
+            except ReplicaLost as err:
+                lost = why = f"replica {replica} lost ({err})"
             except Exception as err:  # a failing replica is a straggler, never a crash
                 why = f"raised {type(err).__name__}: {err}"
             busy = (time.perf_counter() - began) / self.unit
-            self.events.put(("done", task, output, why, busy))
+            self.events.put(("done", task, output, why, busy, lost is not None))
 
     # --- the record ---------------------------------------------------------------------
     def record(self, name: str) -> ServingRecord:
@@ -561,4 +638,7 @@ class _LiveRun(_Run):
         record.master_s = dict(self.master)
         record.failed_tasks = self.failed_tasks
         record.errors = list(self.errors)
+        record.redispatched = np.array(self.q_redispatched, dtype=np.int64)
+        record.lost_tasks = self.lost_tasks
+        record.lost_replicas = [replica for replica, _ in self.lost_replicas]
         return record
