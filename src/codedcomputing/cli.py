@@ -367,3 +367,161 @@ def plot(
         raise typer.Exit(2) from None
     for figure in figures:
         out_console.print(f"wrote {figure}")
+
+
+SERVE_MODELS = ("lenet5", "vit", "identity")
+SERVE_SCHEMES = ("none", "replication", "hedge", "coded", "parm")
+
+
+def _input_shape(text: str | None, default: tuple) -> tuple:
+    if text is None:
+        return default
+    try:
+        shape = tuple(int(n) for n in text.split(","))
+    except ValueError:
+        shape = ()
+    if not shape or min(shape) < 1:
+        raise typer.BadParameter(f"must be positive ints separated by commas, got {text!r}")
+    return shape
+
+
+def _serving_model(model: str, input_shape: tuple | None):
+    """``(f, input shape)`` for ``coded serve --model``: a built-in name, or a torch module file."""
+    if model == "identity":
+        return (lambda x: x), input_shape or (1, 28, 28)
+    import torch
+
+    torch.set_num_threads(1)  # the replicas are the parallelism: one torch thread each
+    from . import models
+
+    if model in ("lenet5", "vit"):
+        return models.numpy_function(model), input_shape or (1, 28, 28)
+    path = Path(model)
+    if not path.is_file():
+        raise typer.BadParameter(
+            f"must be one of {', '.join(SERVE_MODELS)} or a file saved with torch.save, got {model!r}",
+            param_hint="--model",
+        )
+    try:  # a whole pickled module: loading it runs its code, so serve only files you trust
+        module = torch.load(path, weights_only=False, map_location="cpu")
+    except Exception as err:
+        raise typer.BadParameter(
+            f"{path} could not be loaded with torch.load ({err})", param_hint="--model"
+        ) from None
+    if not isinstance(module, torch.nn.Module):
+        raise typer.BadParameter(
+            f"{path} holds a {type(module).__name__}, not a torch module", param_hint="--model"
+        )
+    module.eval()
+    return models.numpy_function(module), input_shape or (1, 28, 28)
+
+
+@app.command("serve", cls=_Command)
+def serve(
+    model: str = typer.Option(
+        "lenet5", help="lenet5, vit, identity (f(x) = x, for tests), or a torch module saved with torch.save."
+    ),
+    scheme: str = typer.Option("none", help=f"One of {', '.join(SERVE_SCHEMES)}."),
+    replicas: int = typer.Option(4, "--replicas", "-r", min=1, help="R, the model replicas."),
+    backend: Backend = typer.Option("thread", help="thread (replica threads in this process)."),
+    host: str = typer.Option("127.0.0.1", help="The address to listen on."),
+    port: int = typer.Option(8000, min=0, max=65535, help="The port to listen on."),
+    input_shape: str = typer.Option(
+        None, help="One input's shape, e.g. 1,28,28 (default 1,28,28: the digits models')."
+    ),
+    copies: int = typer.Option(2, min=2, help="replication: copies per query."),
+    hedge_delay: float = typer.Option(10.0, min=0.0, help="hedge: ms before the backup request."),
+    code: str = typer.Option("bacc", help="coded: bacc or gcc (systematic)."),
+    group_size: int = typer.Option(4, min=1, help="coded and parm: K, queries per group."),
+    parities: int = typer.Option(2, min=1, help="coded: parity tasks per group (N = K + parities)."),
+    tau: float = typer.Option(10.0, min=0.0, help="coded: ms after a group's close before it decodes."),
+    max_group_wait: float = typer.Option(
+        20.0, min=0.0, help="coded and parm: ms a group waits for its K-th query."
+    ),
+    service_ms: float = typer.Option(
+        0.0, min=0.0, help="An injected service time in ms added to every task (demos, tests)."
+    ),
+    stragglers: float = typer.Option(
+        0.0, min=0.0, max=1.0, help="With --service-ms: the share of tasks that straggle."
+    ),
+    slowdown: float = typer.Option(10.0, min=1.0, help="With --stragglers: a straggler's slowdown."),
+    max_body_bytes: int = typer.Option(16 * 2**20, min=1, help="Larger request bodies get 413."),
+    max_inputs: int = typer.Option(1024, min=1, help="More inputs in one request get 413."),
+    seed: int = typer.Option(0, min=0, help="Seed for the balancer's choices."),
+    log_level: str = typer.Option("warning", help="uvicorn's log level."),
+) -> None:
+    """Serve a model over HTTP on R replicas with a straggler scheme (codedcomputing.serving.http).
+
+    POST /predict {"inputs": [...]} -> {"outputs": [...], "exact": [...]}; GET /health (200 once
+    ready); GET /metrics (Prometheus text). Times (--hedge-delay, --tau, --max-group-wait,
+    --service-ms) are in milliseconds. SIGINT or SIGTERM drains the queries in flight and exits 0.
+    """
+    import math
+
+    try:
+        from .serving import http
+    except ImportError as err:
+        typer.echo(f"coded serve: {err}", err=True)
+        raise typer.Exit(2) from None
+    from .serving import ThreadServer, make_scheme
+
+    if backend.value != "thread":
+        raise typer.BadParameter(
+            "only the thread backend serves over HTTP for now (Ray replicas are not wired in)",
+            param_hint="--backend",
+        )
+    if scheme not in SERVE_SCHEMES:
+        raise typer.BadParameter(
+            f"must be one of {', '.join(SERVE_SCHEMES)}, got {scheme!r}", param_hint="--scheme"
+        )
+    wait = max_group_wait if max_group_wait > 0 else math.inf
+    try:
+        if scheme == "coded":
+            if code not in ("bacc", "gcc"):
+                raise typer.BadParameter(f"must be bacc or gcc, got {code!r}", param_hint="--code")
+            coded = CODES[code](group_size, group_size + parities, systematic=True)
+            chosen = make_scheme("coded", code=coded, tau=tau, max_group_wait=wait)
+        elif scheme == "parm":
+            if model not in ("lenet5", "vit"):
+                raise typer.BadParameter(
+                    "parm needs --model lenet5 or vit (their parity models)", param_hint="--scheme"
+                )
+            from .models import parity
+
+            if not parity.is_cached(model, group_size):
+                raise typer.BadParameter(
+                    f"no parity model of {model} for groups of {group_size} is cached: train it first "
+                    f"(codedcomputing.models.parity.load_parity('{model}', {group_size}))",
+                    param_hint="--scheme",
+                )
+            parity_f = parity.parity_function(parity.load_parity(model, group_size))
+            chosen = make_scheme("parm", k=group_size, max_group_wait=wait, parity_f=parity_f)
+        elif scheme == "replication":
+            chosen = make_scheme("replication", copies=copies)
+        elif scheme == "hedge":
+            chosen = make_scheme("hedge", delay=hedge_delay)
+        else:
+            chosen = make_scheme("none")
+        chosen.check(replicas)
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--scheme") from None
+    shape = _input_shape(input_shape, None) if input_shape is not None else None
+    f, shape = _serving_model(model, shape)
+    service = None
+    if service_ms > 0:
+        from .runtime.delays import Bimodal
+
+        service = Bimodal(base=service_ms, p=stragglers, slowdown=slowdown, jitter=0.0)
+    elif stragglers > 0:
+        raise typer.BadParameter("needs --service-ms (the straggler's base time)", param_hint="--stragglers")
+
+    def make_server():
+        return ThreadServer(f, replicas, chosen, service=service, time_unit=1e-3, seed=seed)
+
+    app_ = http.create_app(make_server, shape, max_body_bytes=max_body_bytes, max_inputs=max_inputs)
+    typer.echo(
+        f"coded serve: {model} on {replicas} {backend.value} replicas, scheme {scheme}, "
+        f"http://{host}:{port} (POST /predict, GET /health, GET /metrics)",
+        err=True,
+    )
+    http.run(app_, host, port, log_level=log_level)

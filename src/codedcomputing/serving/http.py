@@ -1,0 +1,332 @@
+"""An HTTP endpoint over a :class:`~codedcomputing.serving.ThreadServer`: a Starlette app, a uvicorn runner.
+
+The serving core knows nothing of HTTP; this module is a thin ASGI app over the server's public
+API (``start``, ``submit(x) -> Future[Answer]``, ``close``). It needs the ``serve`` extra
+(``pip install 'codedcomputing[serve]'``: Starlette and uvicorn); nothing else in the package
+imports it. ``coded serve`` runs it; :func:`create_app` builds it for tests and embedding.
+
+Contract (clients and tests rely on it):
+
+- ``POST /predict`` with ``Content-Type: application/json`` and a body
+  ``{"inputs": [x_1, ..., x_m]}`` (m >= 1; each ``x_i`` a nested list of numbers of the model's
+  input shape, or the same numbers flattened) answers 200 with
+  ``{"outputs": [f_1, ..., f_m], "exact": [e_1, ..., e_m]}``: ``f_i`` the answer to ``x_i``
+  (``f(x_i)``, or its decode from the coding group), ``e_i`` whether it is ``f(x_i)`` itself.
+  Each input is one query submitted to the server; the response waits for all of them.
+- Malformed requests get a 4xx with a JSON body ``{"error": "..."}`` naming the problem and
+  submit nothing: 415 a content type other than JSON; 413 a body over ``max_body_bytes``
+  (or more than ``max_inputs`` inputs); 400 a body that is not JSON (NaN and Infinity
+  tokens included); 422 valid JSON that is not an object with a non-empty list ``"inputs"``
+  of finite numeric inputs of the model's shape. 503: the server is not ready yet, is
+  shutting down, or could not answer a query (a replica failed it and no other path could).
+- ``GET /health``: 200 ``{"status": "ready"}`` once the replicas are started and a warm-up
+  query has been answered; 503 ``{"status": "starting"}`` before (and ``"closing"`` after).
+- ``GET /metrics``: Prometheus text format (0.0.4): ``coded_queries_total{outcome}`` and
+  ``coded_query_latency_seconds{outcome,quantile}`` (0.5, 0.99, 0.999 over the last 10,000
+  queries of each outcome, NaN before the first; ``_sum`` and ``_count`` over all) for the
+  outcomes of :data:`~codedcomputing.serving.OUTCOMES` (``own``: its own task, exact;
+  ``replica``: a replication copy; ``hedge``: the hedged backup; ``decoded``: its group's
+  decode), the count also for ``failed``; ``coded_http_responses_total{code}``. Written by hand, a few lines:
+  ``prometheus_client``'s Summary exports no quantiles, so it would add a dependency and still
+  leave the percentiles to us.
+- Shutdown (SIGINT or SIGTERM to ``coded serve``): uvicorn stops accepting connections and waits
+  for the requests in flight (their queries are answered), then the lifespan closes the server
+  (:meth:`~codedcomputing.serving.ThreadServer.close`), and the process exits 0.
+
+Why Starlette and uvicorn: an app is a list of routes of plain async handlers with one lifespan
+function, and the server is a separate, widely used and well kept program (the stack under
+FastAPI), small enough to read; an ASGI app can also run under any other ASGI server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import threading
+from collections import deque
+from collections.abc import Callable
+
+import numpy as np
+
+from .records import OUTCOMES
+from .threads import QueryFailed, ThreadServer
+
+try:
+    from starlette.applications import Starlette
+    from starlette.requests import ClientDisconnect, Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+except ImportError as err:  # pragma: no cover - the serve extra is missing
+    raise ImportError(
+        "codedcomputing.serving.http needs Starlette and uvicorn: pip install 'codedcomputing[serve]'"
+    ) from err
+
+__all__ = ["HTTPMetrics", "create_app", "run"]
+
+QUANTILES = (0.5, 0.99, 0.999)
+_WINDOW = 10_000  # latencies kept per outcome for the quantiles
+
+
+class HTTPMetrics:
+    """Counts and latencies per outcome, and responses per status code, as Prometheus text."""
+
+    def __init__(self):
+        self.outcomes = (*OUTCOMES, "failed")
+        self.count = dict.fromkeys(self.outcomes, 0)
+        self.total = dict.fromkeys(self.outcomes, 0.0)
+        self.window = {outcome: deque(maxlen=_WINDOW) for outcome in self.outcomes}
+        self.responses: dict[int, int] = {}
+
+    def query(self, outcome: str, latency: float | None) -> None:
+        """Count one query; ``latency`` in seconds (None for a failed one)."""
+        self.count[outcome] += 1
+        if latency is None:
+            return
+        self.total[outcome] += latency
+        self.window[outcome].append(latency)
+
+    def response(self, code: int) -> None:
+        self.responses[code] = self.responses.get(code, 0) + 1
+
+    def text(self) -> str:
+        lines = [
+            "# HELP coded_queries_total Queries answered, by how (failed: no path could answer).",
+            "# TYPE coded_queries_total counter",
+        ]
+        lines += [f'coded_queries_total{{outcome="{o}"}} {self.count[o]}' for o in self.outcomes]
+        lines += [
+            "# HELP coded_query_latency_seconds Query latency from submit to answer, by outcome.",
+            "# TYPE coded_query_latency_seconds summary",
+        ]
+        for outcome in OUTCOMES:  # a failed query has no latency
+            window = np.asarray(self.window[outcome], dtype=np.float64)
+            for q in QUANTILES:
+                value = repr(float(np.quantile(window, q))) if window.size else "NaN"
+                lines.append(f'coded_query_latency_seconds{{outcome="{outcome}",quantile="{q}"}} {value}')
+            lines.append(f'coded_query_latency_seconds_sum{{outcome="{outcome}"}} {self.total[outcome]!r}')
+            lines.append(f'coded_query_latency_seconds_count{{outcome="{outcome}"}} {self.count[outcome]}')
+        lines += [
+            "# HELP coded_http_responses_total HTTP responses, by status code.",
+            "# TYPE coded_http_responses_total counter",
+        ]
+        lines += [f'coded_http_responses_total{{code="{c}"}} {n}' for c, n in sorted(self.responses.items())]
+        return "\n".join(lines) + "\n"
+
+
+class _BadRequest(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def _reject_constant(token: str):
+    raise ValueError(f"{token} is not allowed (inputs must be finite)")
+
+
+def _parse_inputs(body: bytes, shape: tuple, dtype: np.dtype, max_inputs: int) -> np.ndarray:
+    """The request body's inputs as an ``(m, *shape)`` array of ``dtype``; :class:`_BadRequest` if not."""
+    try:
+        payload = json.loads(body, parse_constant=_reject_constant)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise _BadRequest(400, f"the body is not valid JSON: {err}") from None
+    if not isinstance(payload, dict) or "inputs" not in payload:
+        raise _BadRequest(422, 'the body must be a JSON object with a key "inputs" (a list of inputs)')
+    inputs = payload["inputs"]
+    if not isinstance(inputs, list) or not inputs:
+        raise _BadRequest(422, '"inputs" must be a non-empty list of inputs')
+    if len(inputs) > max_inputs:
+        raise _BadRequest(413, f'"inputs" holds {len(inputs)} inputs, more than max_inputs={max_inputs}')
+    size = math.prod(shape)
+    try:
+        rows = np.asarray(inputs)
+    except ValueError:  # ragged: one input at a time, to name the bad one
+        rows = None
+    if rows is None or rows.ndim < 2 or rows.dtype.kind not in "iuf":
+        rows = np.empty((len(inputs), *shape), dtype=dtype)
+        for i, item in enumerate(inputs):
+            rows[i] = _one_input(item, i, shape, size)
+    elif rows[0].size != size or (rows.ndim > 2 and rows.shape[1:] != shape):
+        raise _BadRequest(
+            422, f"inputs[0] has shape {rows.shape[1:]}; each input must have shape {shape} or {size} numbers"
+        )
+    with np.errstate(over="ignore"):
+        rows = rows.reshape(len(inputs), *shape).astype(dtype, copy=False)
+    finite = np.isfinite(rows.reshape(len(inputs), -1)).all(axis=1)
+    if not finite.all():
+        raise _BadRequest(422, f"inputs[{int(np.argmin(finite))}] holds a number out of range for {dtype}")
+    return rows
+
+
+def _one_input(item, i: int, shape: tuple, size: int) -> np.ndarray:
+    try:
+        row = np.asarray(item)
+    except ValueError:
+        raise _BadRequest(422, f"inputs[{i}] is not a numeric array (ragged nesting)") from None
+    if row.dtype.kind not in "iuf":
+        raise _BadRequest(422, f"inputs[{i}] is not a numeric array (it holds {row.dtype.kind!r} values)")
+    if row.size != size or (row.ndim > 1 and row.shape != shape):
+        raise _BadRequest(
+            422, f"inputs[{i}] has shape {row.shape}; each input must have shape {shape} or {size} numbers"
+        )
+    return row.reshape(shape)
+
+
+def _json(status: int, content) -> Response:
+    return Response(json.dumps(content).encode(), status_code=status, media_type="application/json")
+
+
+def create_app(
+    make_server: Callable[[], ThreadServer],
+    input_shape,
+    *,
+    input_dtype=np.float32,
+    max_body_bytes: int = 16 * 2**20,
+    max_inputs: int = 1024,
+    close_timeout: float | None = 30.0,
+):
+    """The ASGI app serving ``POST /predict``, ``GET /health`` and ``GET /metrics`` (module docstring).
+
+    Parameters
+    ----------
+    make_server : callable
+        Returns a new, not started :class:`~codedcomputing.serving.ThreadServer`; called once, in
+        the app's lifespan, which starts it (in a worker thread: ``/health`` answers 503 until
+        then), sends it one warm-up query of zeros, and closes it at shutdown.
+    input_shape : tuple of int
+        One input's shape (the model's, without the batch axis).
+    input_dtype : numpy dtype, default float32
+        The inputs are cast to it before they are submitted.
+    max_body_bytes : int, default 16 MiB
+        Larger bodies get 413 without being read past the limit.
+    max_inputs : int, default 1024
+        More inputs in one request get 413.
+    close_timeout : float or None, default 30
+        Seconds the shutdown waits for queries still in the server (:meth:`ThreadServer.close`).
+    """
+    if not callable(make_server):
+        raise ValueError(f"make_server must be a callable returning a ThreadServer, got {make_server!r}")
+    try:
+        shape = tuple(int(n) for n in input_shape)
+    except (TypeError, ValueError):
+        raise ValueError(f"input_shape must be a tuple of positive ints, got {input_shape!r}") from None
+    if not shape or min(shape) < 1:
+        raise ValueError(f"input_shape must be a tuple of positive ints, got {input_shape!r}")
+    dtype = np.dtype(input_dtype)
+    if dtype.kind != "f":
+        raise ValueError(f"input_dtype must be a floating dtype, got {dtype}")
+    for value, name in ((max_body_bytes, "max_body_bytes"), (max_inputs, "max_inputs")):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    state = {"status": "starting", "server": None, "error": None}
+    metrics = HTTPMetrics()
+
+    def start_server() -> None:
+        server = make_server()
+        if not isinstance(server, ThreadServer):
+            raise ValueError(f"make_server must return a ThreadServer, got {server!r}")
+        state["server"] = server.start()
+        server.submit(np.zeros(shape, dtype=dtype)).result()  # warm-up: the replicas answer
+        state["status"] = "ready"
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        starting = asyncio.create_task(asyncio.to_thread(start_server))
+        try:
+            yield
+        finally:
+            state["status"] = "closing"
+            with contextlib.suppress(Exception):
+                await starting
+            if state["server"] is not None:
+                await asyncio.to_thread(state["server"].close, close_timeout)
+
+    def reply(status: int, content) -> Response:
+        metrics.response(status)
+        return _json(status, content)
+
+    async def predict(request: Request) -> Response:
+        if state["status"] != "ready":
+            return reply(503, {"error": f"the server is {state['status']}"})
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            return reply(415, {"error": f"content type must be application/json, got {content_type!r}"})
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
+            return reply(
+                413, {"error": f"the body ({declared} bytes) exceeds max_body_bytes={max_body_bytes}"}
+            )
+        chunks, length = [], 0
+        try:
+            async for chunk in request.stream():
+                length += len(chunk)
+                if length > max_body_bytes:
+                    return reply(413, {"error": f"the body exceeds max_body_bytes={max_body_bytes}"})
+                chunks.append(chunk)
+        except ClientDisconnect:
+            return reply(400, {"error": "the client disconnected before the body ended"})
+        try:
+            rows = _parse_inputs(b"".join(chunks), shape, dtype, max_inputs)
+        except _BadRequest as bad:
+            return reply(bad.status, {"error": str(bad)})
+        server = state["server"]
+        try:
+            futures = [server.submit(row) for row in rows]
+        except RuntimeError as err:  # closed between the check and the submit
+            return reply(503, {"error": str(err)})
+        answers = await asyncio.gather(*(asyncio.wrap_future(f) for f in futures), return_exceptions=True)
+        failed = [i for i, a in enumerate(answers) if isinstance(a, BaseException)]
+        for answer in answers:
+            if isinstance(answer, BaseException):
+                metrics.query("failed", None)
+            else:
+                metrics.query(answer.outcome, answer.latency)
+        if failed:
+            why = answers[failed[0]]
+            kind = "" if isinstance(why, QueryFailed) else f"{type(why).__name__}: "
+            return reply(503, {"error": f"inputs[{failed[0]}] was not answered ({kind}{why})"})
+        outputs = [np.asarray(a.estimate).tolist() for a in answers]
+        return reply(200, {"outputs": outputs, "exact": [a.exact for a in answers]})
+
+    async def health(request: Request) -> Response:
+        status = state["status"]
+        return JSONResponse({"status": status}, status_code=200 if status == "ready" else 503)
+
+    async def metrics_text(request: Request) -> Response:
+        return Response(metrics.text(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    routes = [
+        Route("/predict", predict, methods=["POST"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/metrics", metrics_text, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.metrics = metrics
+    app.state.serving = state
+    return app
+
+
+def run(app, host: str = "127.0.0.1", port: int = 8000, *, log_level: str = "warning", **config) -> None:
+    """Serve ``app`` with uvicorn until SIGINT or SIGTERM, then shut down gracefully and return.
+
+    uvicorn's own ``run`` raises the caught signal again after its graceful shutdown (the
+    process then dies of it); here a drained shutdown returns normally, so ``coded serve``
+    exits 0. ``config``: more ``uvicorn.Config`` options (e.g. ``timeout_graceful_shutdown``).
+    """
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self):
+            with super().capture_signals():
+                yield
+                self._captured_signals.clear()  # handled: shut down and exit normally
+
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", **config)
+    server = _Server(config)
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError("run serves from the main thread (it handles SIGINT and SIGTERM)")
+    server.run()
+    if not server.started:
+        raise RuntimeError(f"the HTTP server could not start on {host}:{port} (see the log above)")
