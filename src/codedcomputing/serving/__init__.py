@@ -20,16 +20,20 @@ outcome, every replica's load, and the redundant work::
 :class:`ThreadServer` runs the same scheme objects in real time on R replica threads
 (``submit(x)`` returns a future of the answer), and :func:`drive` feeds it open-loop arrivals
 from :func:`poisson_arrivals` or :func:`bursty_arrivals`; :class:`Interference` runs CPU-bound
-background processes (pinned to chosen cores) that make replicas straggle for real. The
-serving core knows nothing of Ray or HTTP: backends and endpoints sit on top.
+background processes (pinned to chosen cores) that make replicas straggle for real.
+:class:`RayServer` is the same server with its replicas as Ray actors (one per replica, the
+model shipped once through the object store): a replica lost with its node loses no query
+(its queries are decoded from their groups or re-dispatched). The serving core knows nothing
+of Ray or HTTP: backends and endpoints sit on top.
 """
 
 from .interference import Interference, can_pin
 from .load import bursty_arrivals, drive
+from .ray_server import RayServer
 from .records import OUTCOMES, ServingRecord
 from .schemes import SCHEMES, Coded, Hedge, NoRedundancy, ParM, Replication, Scheme, make_scheme
 from .server import BALANCERS, SimulatedServer, mean_service, poisson_arrivals
-from .threads import Answer, QueryFailed, ThreadServer
+from .threads import Answer, QueryFailed, ReplicaLost, ThreadServer
 
 __all__ = [
     "BALANCERS",
@@ -42,6 +46,8 @@ __all__ = [
     "NoRedundancy",
     "ParM",
     "QueryFailed",
+    "RayServer",
+    "ReplicaLost",
     "Replication",
     "Scheme",
     "ServingRecord",
