@@ -18,7 +18,7 @@ Sections:
    number of results; widths 10 and 1000.
 
 One BLAS thread (threadpoolctl). Run:
-``python benchmarks/bench_master_gcc.py [--quick] [--only decode systematic]``.
+``python benchmarks/bench_master_gcc.py [--quick] [--only decode systematic] [--sizes 50 100]``.
 """
 
 from __future__ import annotations
@@ -145,13 +145,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats; width 1000 only up to N = 2000")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[50, 100, 500, 2000, 8000, 16000], help="N")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=SECTIONS, help="sections to run")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     repeats = 15 if args.quick else 45
     with threadpool_limits(1, user_api="blas"):
         if "decode" in args.only:
-            decode_cost([50, 100, 500, 2000, 8000, 16000], [1, 10, 1000], repeats, args.quick, rng)
+            decode_cost(args.sizes, [1, 10, 1000], repeats, args.quick, rng)
         if "systematic" in args.only:
             systematic_cost([10, 1000], 3 * repeats, rng)
 

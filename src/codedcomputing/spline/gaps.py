@@ -513,10 +513,15 @@ class GapAwareInterpolant:
         mean = plan["mean_coefficient"] * (total - plan["block_scale"][block] * block_sums[block])
         residuals = np.stack([chord, cubic, mean]) - observed  # (3, rows, d)
         first = plan["group_first"]
-        scale = np.maximum.reduceat(np.abs(residuals).max(axis=(0, 2), initial=0.0), first)
         with np.errstate(over="ignore", invalid="ignore"):  # huge results: rescaled below
-            products = np.einsum("ird,jrd->ijr", residuals, residuals)
-            grams = np.add.reduceat(products, first, axis=2)  # (3, 3, groups)
+            if first.size == 1:  # one gap size (the common case): one product
+                flat = residuals.reshape(3, -1)
+                scale = [float(np.max(np.abs(flat), initial=0.0))]
+                grams = np.einsum("ik,jk->ij", flat, flat)[:, :, None]  # no BLAS threads for a small product
+            else:
+                scale = np.maximum.reduceat(np.abs(residuals).max(axis=(0, 2), initial=0.0), first)
+                products = np.einsum("ird,jrd->ijr", residuals, residuals)
+                grams = np.add.reduceat(products, first, axis=2)  # (3, 3, groups)
         out = []
         for g in range(first.size):
             if not 0.0 < scale[g] < np.inf:
