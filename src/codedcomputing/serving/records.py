@@ -49,7 +49,8 @@ class ServingRecord:
     no path could answer it; its ``outcome`` is -1, ``answered_at`` when it failed),
     ``failed_tasks``, ``master_s`` (the frontend's CPU seconds: ``"frontend"``, ``"encode"``,
     ``"decode"``), ``errors`` (scheme errors the frontend caught), ``redispatched`` (per query:
-    how many times its task was re-dispatched after its replica was lost), ``lost_tasks``
+    how many times its task was re-dispatched after its replica was lost; ``tasks["lost"]``
+    marks the tasks lost, ``started`` NaN for those queued behind the loss), ``lost_tasks``
     (tasks lost with their replica) and ``lost_replicas`` (the replicas lost, in the order
     seen); times are in the server's clock units.
     ``load_trace`` (runs with ``trace_load=True``): every change of a replica's load, arrays

@@ -588,11 +588,11 @@ class _LiveRun(_Run):
                 if self.t_state[task] != _QUEUED:
                     continue
                 self.t_state[task] = _RUNNING
-            began = time.perf_counter()
-            self.t_start[task] = (began - self.t0) / self.unit
-            if lost is not None:  # queued behind the loss: lost with the replica, never run
+            if lost is not None:  # queued behind the loss: lost with the replica, never started
                 self.events.put(("done", task, None, lost, 0.0, True))
                 continue
+            began = time.perf_counter()
+            self.t_start[task] = (began - self.t0) / self.unit
             delay = 0.0
             if self.draws is not None:
                 with self.draw_lock:
@@ -638,6 +638,7 @@ class _LiveRun(_Run):
         record.master_s = dict(self.master)
         record.failed_tasks = self.failed_tasks
         record.errors = list(self.errors)
+        record.tasks["lost"] = np.isin(np.arange(len(self.t_replica)), list(self.t_lost))
         record.redispatched = np.array(self.q_redispatched, dtype=np.int64)
         record.lost_tasks = self.lost_tasks
         record.lost_replicas = [replica for replica, _ in self.lost_replicas]
