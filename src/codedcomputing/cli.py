@@ -525,3 +525,89 @@ def serve(
         err=True,
     )
     http.run(app_, host, port, log_level=log_level)
+
+
+@app.command("bench-serve", cls=_Command)
+def bench_serve(
+    url: str = typer.Argument(..., help="The server's base URL, e.g. http://127.0.0.1:8000."),
+    rate: float = typer.Option(100.0, "--rate", min=0.001, help="Q, requests per second (Poisson)."),
+    duration: float = typer.Option(10.0, "--duration", min=0.001, help="S, seconds of arrivals."),
+    inputs_from: str = typer.Option("mnist", help="mnist (test digits) or random (Gaussian inputs)."),
+    input_shape: str = typer.Option(None, help="With --inputs-from random: one input's shape (1,28,28)."),
+    batch: int = typer.Option(1, min=1, help="Inputs per request."),
+    timeout: float = typer.Option(30.0, min=0.001, help="Seconds a request may take."),
+    connections: int = typer.Option(256, min=1, help="At most this many requests open at once."),
+    seed: int = typer.Option(0, min=0, help="Seed for the arrivals and the inputs."),
+) -> None:
+    """An open-loop load client for coded serve: POST /predict at Poisson times for S seconds.
+
+    Requests are sent at their scheduled times whether or not earlier ones were answered;
+    prints the latency percentiles of the answered ones, the throughput, and the errors by kind."""
+    import asyncio
+    import json
+
+    try:
+        import httpx
+    except ImportError:
+        typer.echo("coded bench-serve: needs httpx: pip install httpx", err=True)
+        raise typer.Exit(2) from None
+    rng = np.random.default_rng(seed)
+    if inputs_from == "mnist":
+        from . import datasets
+
+        pool = datasets.mnist().test_x[:1000]
+    elif inputs_from == "random":
+        pool = rng.normal(size=(1000, *_input_shape(input_shape, (1, 28, 28)))).astype(np.float32)
+    else:
+        raise typer.BadParameter(f"must be mnist or random, got {inputs_from!r}", param_hint="--inputs-from")
+    bodies = [
+        json.dumps({"inputs": pool[rng.integers(len(pool), size=batch)].reshape(batch, -1).tolist()}).encode()
+        for _ in range(min(1000, max(1, int(rate * duration))))
+    ]
+    times = np.cumsum(rng.exponential(1.0 / rate, size=int(rate * duration * 1.5) + 10))
+    times = times[times < duration]
+    target = url.rstrip("/") + "/predict"
+    results: list[tuple[str, float]] = []  # (status or error kind, seconds)
+
+    async def one(client, body: bytes) -> None:
+        began = time.perf_counter()
+        try:
+            response = await client.post(target, content=body, headers={"content-type": "application/json"})
+            kind = str(response.status_code)
+        except httpx.TimeoutException:
+            kind = "timeout"
+        except httpx.HTTPError as err:
+            kind = type(err).__name__
+        results.append((kind, time.perf_counter() - began))
+
+    async def main() -> tuple[float, float]:
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+            tasks, lag, start = [], 0.0, time.perf_counter()
+            for i, at in enumerate(times):
+                now = time.perf_counter() - start
+                if at > now:
+                    await asyncio.sleep(at - now)
+                lag = max(lag, time.perf_counter() - start - at)
+                tasks.append(asyncio.create_task(one(client, bodies[i % len(bodies)])))
+            await asyncio.gather(*tasks)
+            return time.perf_counter() - start, lag
+
+    elapsed, lag = asyncio.run(main())
+    answered = np.array([s for kind, s in results if kind == "200"]) * 1e3
+    kinds: dict[str, int] = {}
+    for kind, _ in results:
+        kinds[kind] = kinds.get(kind, 0) + 1
+    errors = ", ".join(f"{kind}: {n}" for kind, n in sorted(kinds.items()) if kind != "200") or "none"
+    out = console()
+    out.print(
+        f"{len(results)} requests ({batch} input{'s' * (batch > 1)} each) at {rate:g}/s over {duration:g} s; "
+        f"answered {answered.size}; errors: {errors}"
+    )
+    if answered.size:
+        p50, p99, p999 = np.percentile(answered, [50, 99, 99.9])
+        out.print(
+            f"latency ms: p50 {p50:.2f}, p99 {p99:.2f}, p99.9 {p999:.2f}, max {answered.max():.2f}; "
+            f"throughput {answered.size / elapsed:.1f} requests/s ({answered.size * batch / elapsed:.1f} inputs/s); "
+            f"client lag up to {lag * 1e3:.1f} ms"
+        )

@@ -26,7 +26,8 @@ Contract (clients and tests rely on it):
   queries of each outcome, NaN before the first; ``_sum`` and ``_count`` over all) for the
   outcomes of :data:`~codedcomputing.serving.OUTCOMES` (``own``: its own task, exact;
   ``replica``: a replication copy; ``hedge``: the hedged backup; ``decoded``: its group's
-  decode), the count also for ``failed``; ``coded_http_responses_total{code}``. Written by hand, a few lines:
+  decode), the count also for ``failed``; ``coded_queries_in_flight``;
+  ``coded_http_responses_total{code}``. Written by hand, a few lines:
   ``prometheus_client``'s Summary exports no quantiles, so it would add a dependency and still
   leave the percentiles to us.
 - Shutdown (SIGINT or SIGTERM to ``coded serve``): uvicorn stops accepting connections and waits
@@ -78,6 +79,7 @@ class HTTPMetrics:
         self.total = dict.fromkeys(self.outcomes, 0.0)
         self.window = {outcome: deque(maxlen=_WINDOW) for outcome in self.outcomes}
         self.responses: dict[int, int] = {}
+        self.in_flight = 0
 
     def query(self, outcome: str, latency: float | None) -> None:
         """Count one query; ``latency`` in seconds (None for a failed one)."""
@@ -108,6 +110,9 @@ class HTTPMetrics:
             lines.append(f'coded_query_latency_seconds_sum{{outcome="{outcome}"}} {self.total[outcome]!r}')
             lines.append(f'coded_query_latency_seconds_count{{outcome="{outcome}"}} {self.count[outcome]}')
         lines += [
+            "# HELP coded_queries_in_flight Queries submitted and not answered yet.",
+            "# TYPE coded_queries_in_flight gauge",
+            f"coded_queries_in_flight {self.in_flight}",
             "# HELP coded_http_responses_total HTTP responses, by status code.",
             "# TYPE coded_http_responses_total counter",
         ]
@@ -275,7 +280,11 @@ def create_app(
             futures = [server.submit(row) for row in rows]
         except RuntimeError as err:  # closed between the check and the submit
             return reply(503, {"error": str(err)})
-        answers = await asyncio.gather(*(asyncio.wrap_future(f) for f in futures), return_exceptions=True)
+        metrics.in_flight += len(futures)
+        try:
+            answers = await asyncio.gather(*(asyncio.wrap_future(f) for f in futures), return_exceptions=True)
+        finally:
+            metrics.in_flight -= len(futures)
         failed = [i for i, a in enumerate(answers) if isinstance(a, BaseException)]
         for answer in answers:
             if isinstance(answer, BaseException):

@@ -1,0 +1,288 @@
+"""The HTTP endpoint's contract: /predict, /health, /metrics, malformed requests, and shutdown."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+
+import warnings
+
+with warnings.catch_warnings():  # Starlette 1.x would rather have httpx2 under its TestClient
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient
+
+from codedcomputing import BACC
+from codedcomputing.runtime.delays import Bimodal
+from codedcomputing.serving import Coded, NoRedundancy, ThreadServer
+from codedcomputing.serving.http import create_app
+
+SHAPE = (2, 3)
+W = np.random.default_rng(7).normal(size=(6, 4))
+
+
+def f(x):
+    """A fixed linear map of the flattened input: (B, 2, 3) -> (B, 4)."""
+    return np.asarray(x, dtype=np.float64).reshape(len(x), -1) @ W
+
+
+def app_for(scheme=None, replicas=2, **options):
+    return create_app(
+        lambda: ThreadServer(f, replicas, scheme or NoRedundancy(), time_unit=1e-3, seed=0),
+        SHAPE,
+        **options,
+    )
+
+
+def wait_ready(client, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while client.get("/health").status_code != 200:
+        assert time.monotonic() < deadline, "the server did not get ready"
+        time.sleep(0.01)
+
+
+def test_predict_answers_each_input_with_f_flattened_or_not():
+    rng = np.random.default_rng(0)
+    xs = rng.normal(size=(5, *SHAPE)).astype(np.float32)
+    app = app_for()
+    with TestClient(app) as client:
+        wait_ready(client)
+        nested = client.post("/predict", json={"inputs": xs.tolist()})
+        flat = client.post("/predict", json={"inputs": xs.reshape(5, -1).tolist()})
+        mixed = client.post("/predict", json={"inputs": [xs[0].tolist(), xs[1].ravel().tolist()]})
+    for response, rows in ((nested, xs), (flat, xs), (mixed, xs[:2])):
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["exact"] == [True] * len(rows)
+        np.testing.assert_allclose(body["outputs"], f(rows), rtol=1e-6)
+    record = app.state.serving["server"].record()
+    assert record.num_queries == 1 + 5 + 5 + 2  # the warm-up and one query per input
+    assert not record.failed.any()
+
+
+def test_health_is_503_until_the_replicas_are_ready():
+    release = threading.Event()
+
+    def slow_server():
+        release.wait(10)
+        return ThreadServer(f, 2, NoRedundancy(), time_unit=1e-3)
+
+    app = create_app(slow_server, SHAPE)
+    with TestClient(app) as client:
+        assert client.get("/health").status_code == 503
+        assert client.post("/predict", json={"inputs": [[0] * 6]}).status_code == 503
+        release.set()
+        wait_ready(client)
+        assert client.get("/health").json() == {"status": "ready"}
+
+
+MALFORMED = [
+    ("not json", {"content": b"{inputs: [1,2", "headers": {"content-type": "application/json"}}, 400, "JSON"),
+    ("NaN", {"content": b'{"inputs": [[NaN, 1, 2, 3, 4, 5]]}'}, 400, "NaN"),
+    ("Infinity", {"content": b'{"inputs": [[1, 2, 3, 4, 5, -Infinity]]}'}, 400, "Infinity"),
+    ("overflow to inf", {"content": b'{"inputs": [[1e400, 1, 2, 3, 4, 5]]}'}, 422, "inputs[0]"),
+    ("float32 overflow", {"content": b'{"inputs": [[1, 2, 3, 4, 5, 6], [1e39, 1, 2, 3, 4, 5]]}'}, 422,
+     "inputs[1]"),
+    ("wrong size", {"json": {"inputs": [[1, 2, 3]]}}, 422, "shape"),
+    ("wrong shape", {"json": {"inputs": [[[1, 2], [3, 4], [5, 6]]]}}, 422, "(2, 3)"),
+    ("second input wrong", {"json": {"inputs": [[1, 2, 3, 4, 5, 6], [1, 2]]}}, 422, "inputs[1]"),
+    ("missing inputs", {"json": {"input": [[1, 2, 3, 4, 5, 6]]}}, 422, '"inputs"'),
+    ("not an object", {"json": [[1, 2, 3, 4, 5, 6]]}, 422, '"inputs"'),
+    ("empty", {"json": {"inputs": []}}, 422, "non-empty"),
+    ("strings", {"json": {"inputs": [["1", "2", "3", "4", "5", "6"]]}}, 422, "numeric"),
+    ("booleans", {"json": {"inputs": [[True] * 6]}}, 422, "numeric"),
+    ("ragged", {"json": {"inputs": [[[1, 2, 3], [4, 5]]]}}, 422, "inputs[0]"),
+    ("text/plain", {"content": b'{"inputs": [[1,2,3,4,5,6]]}', "headers": {"content-type": "text/plain"}},
+     415, "application/json"),
+    ("oversized", {"json": {"inputs": [[0.5] * 6] * 200}}, 413, "max_body_bytes"),
+    ("too many inputs", {"json": {"inputs": [[1] * 6] * 20}}, 413, "max_inputs"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("request_", "status", "word"), [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED]
+)
+def test_malformed_requests_get_a_4xx_naming_the_problem(request_, status, word):
+    request_ = {"headers": {"content-type": "application/json"}, **request_}
+    app = app_for(max_body_bytes=2000, max_inputs=16)
+    with TestClient(app) as client:
+        wait_ready(client)
+        response = client.post("/predict", **request_)
+        assert client.post("/predict", json={"inputs": [[1, 2, 3, 4, 5, 6]]}).status_code == 200
+    assert response.status_code == status, response.text
+    assert word in response.json()["error"]
+    assert app.state.serving["server"].record().num_queries == 2  # the warm-up and the valid one
+
+
+def test_malformed_traffic_mixed_with_valid_traffic_disturbs_no_query():
+    """Concurrent valid and malformed requests: every valid input answered once, with its own f(x)."""
+    rng = np.random.default_rng(1)
+    valid = [rng.normal(size=(1 + i % 3, 6)).astype(np.float32) for i in range(40)]
+    bad = [body for _, body, _, _ in MALFORMED] * 3
+    service = Bimodal(base=1.0, p=0.2, slowdown=5.0)  # 1-5 ms tasks, so requests overlap
+    app = create_app(
+        lambda: ThreadServer(f, 3, NoRedundancy(), service=service, time_unit=1e-3, seed=2),
+        SHAPE,
+        max_body_bytes=2000,
+        max_inputs=16,
+    )
+
+    def send(item):
+        kind, payload = item
+        if kind == "valid":
+            return kind, payload, client.post("/predict", json={"inputs": payload.tolist()})
+        return (
+            kind,
+            payload,
+            client.post("/predict", **{"headers": {"content-type": "application/json"}, **payload}),
+        )
+
+    work = [("valid", x) for x in valid] + [("bad", body) for body in bad]
+    order = rng.permutation(len(work))
+    with TestClient(app) as client:
+        wait_ready(client)
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(send, [work[i] for i in order]))
+        metrics = client.get("/metrics").text
+    for kind, payload, response in results:
+        if kind == "valid":
+            assert response.status_code == 200, response.text
+            np.testing.assert_allclose(response.json()["outputs"], f(payload), rtol=1e-6)
+        else:
+            assert 400 <= response.status_code < 500
+    record = app.state.serving["server"].record()
+    num_inputs = sum(len(x) for x in valid)
+    assert record.num_queries == 1 + num_inputs and not record.failed.any()
+    assert f'coded_queries_total{{outcome="own"}} {num_inputs}' in metrics
+    assert f'coded_http_responses_total{{code="200"}} {len(valid)}' in metrics
+
+
+def test_coded_scheme_answers_exact_or_decoded_with_exact_flags():
+    """Coded BACC 4/6 with stragglers: exact answers are f(x) itself, decoded ones are flagged."""
+    code = BACC(4, 6, systematic=True)
+    service = Bimodal(base=2.0, p=0.3, slowdown=20.0)
+    app = create_app(
+        lambda: ThreadServer(
+            f, 6, Coded(code, tau=5.0, max_group_wait=50.0), service=service, time_unit=1e-3, seed=3
+        ),
+        SHAPE,
+    )
+    xs = np.random.default_rng(4).normal(size=(4, 8, 6)).astype(np.float32)
+    with TestClient(app) as client:
+        wait_ready(client)
+        bodies = [client.post("/predict", json={"inputs": group.tolist()}).json() for group in xs]
+        metrics = client.get("/metrics").text
+    exact = np.concatenate([b["exact"] for b in bodies])
+    outputs = np.concatenate([b["outputs"] for b in bodies])
+    truth = f(xs.reshape(-1, 6))
+    np.testing.assert_allclose(outputs[exact], truth[exact], rtol=1e-6)
+    decoded = int(metrics.split('coded_queries_total{outcome="decoded"} ')[1].split()[0])
+    assert decoded == int((~exact).sum()) > 0
+    assert np.all(np.isfinite(outputs))
+
+
+def test_metrics_are_prometheus_text():
+    app = app_for()
+    with TestClient(app) as client:
+        wait_ready(client)
+        client.post("/predict", json={"inputs": [[1, 2, 3, 4, 5, 6]] * 3})
+        client.post("/predict", json={"inputs": [[1, 2, 3]]})
+        response = client.get("/metrics")
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+    samples = {}
+    for line in response.text.splitlines():
+        if not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            samples[name] = float(value)
+    assert samples['coded_queries_total{outcome="own"}'] == 3
+    assert samples['coded_query_latency_seconds_count{outcome="own"}'] == 3
+    p50 = samples['coded_query_latency_seconds{outcome="own",quantile="0.5"}']
+    p999 = samples['coded_query_latency_seconds{outcome="own",quantile="0.999"}']
+    assert 0 < p50 <= p999 < 5
+    assert np.isnan(samples['coded_query_latency_seconds{outcome="decoded",quantile="0.5"}'])
+    assert samples['coded_http_responses_total{code="200"}'] == 1
+    assert samples['coded_http_responses_total{code="422"}'] == 1
+
+
+def test_create_app_checks_its_arguments():
+    with pytest.raises(ValueError, match="input_shape"):
+        create_app(lambda: None, (0, 3))
+    with pytest.raises(ValueError, match="max_body_bytes"):
+        create_app(lambda: None, SHAPE, max_body_bytes=0)
+    with pytest.raises(ValueError, match="input_dtype"):
+        create_app(lambda: None, SHAPE, input_dtype=np.int64)
+    with pytest.raises(ValueError, match="make_server"):
+        create_app(None, SHAPE)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_coded_serve_drains_in_flight_queries_on_sigterm_and_exits_0():
+    import httpx
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    serve = "serve --model identity --input-shape 4 --replicas 2 --service-ms 400 --port".split()
+    command = [sys.executable, "-c", "from codedcomputing.cli import app; app()", *serve, str(port)]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 25
+        while True:
+            assert process.poll() is None, process.stdout.read().decode()
+            assert time.monotonic() < deadline, "coded serve did not get ready in 25 s"
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        xs = np.arange(24, dtype=np.float32).reshape(6, 4)
+
+        def post(x):
+            return httpx.post(f"{url}/predict", json={"inputs": [x.tolist()]}, timeout=20)
+
+        with ThreadPoolExecutor(6) as pool:
+            futures = [pool.submit(post, x) for x in xs]  # 400 ms each on 2 replicas: over a second
+            while "coded_queries_in_flight 6" not in httpx.get(f"{url}/metrics", timeout=5).text:
+                assert time.monotonic() < deadline + 10, "the six queries did not reach the server"
+                time.sleep(0.02)
+            process.send_signal(signal.SIGTERM)
+            responses = [future.result() for future in futures]
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    for x, response in zip(xs, responses, strict=True):
+        assert response.status_code == 200, response.text
+        assert json.loads(response.text) == {"outputs": [x.tolist()], "exact": [True]}
+
+
+def test_the_package_and_the_cli_do_not_import_the_http_stack():
+    code = (
+        "import sys, codedcomputing, codedcomputing.serving, codedcomputing.cli; "
+        "print(sorted(m for m in ('starlette', 'uvicorn', 'httpx') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"
