@@ -264,6 +264,8 @@ class Code(ABC):
             inputs = np.array(self._systematic_assignment(), dtype=np.intp)
         self._systematic_inputs = read_only(inputs)
         self._systematic_workers = read_only(first_workers(inputs, self.num_inputs))
+        raw = inputs[inputs >= 0]
+        self._one_worker_per_input = np.unique(raw).size == raw.size  # no input computed twice
         self.clear_cache()
 
     @property
@@ -479,7 +481,10 @@ class Code(ABC):
         rows = np.flatnonzero(inputs >= 0)
         if rows.size == 0:
             return estimates, returned
-        covered, first = np.unique(inputs[rows], return_index=True)  # first in alive order
+        if self._one_worker_per_input:  # alive is distinct, so the inputs are
+            covered, first = inputs[rows], np.arange(rows.size)
+        else:
+            covered, first = np.unique(inputs[rows], return_index=True)  # first in alive order
         if not _arraylib.is_torch(estimates) and (
             not estimates.flags.writeable or np.may_share_memory(estimates, Y)
         ):
