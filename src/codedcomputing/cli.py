@@ -449,6 +449,7 @@ def serve(
     max_inputs: int = typer.Option(1024, min=1, help="More inputs in one request get 413."),
     seed: int = typer.Option(0, min=0, help="Seed for the balancer's choices."),
     log_level: str = typer.Option("warning", help="uvicorn's log level."),
+    http_impl: str = typer.Option("auto", help="uvicorn's HTTP/1.1 parser: auto, h11 or httptools."),
 ) -> None:
     """Serve a model over HTTP on R replicas with a straggler scheme (codedcomputing.serving.http).
 
@@ -469,6 +470,10 @@ def serve(
         raise typer.BadParameter(
             "only the thread backend serves over HTTP for now (Ray replicas are not wired in)",
             param_hint="--backend",
+        )
+    if http_impl not in ("auto", "h11", "httptools"):
+        raise typer.BadParameter(
+            f"must be auto, h11 or httptools, got {http_impl!r}", param_hint="--http-impl"
         )
     if scheme not in SERVE_SCHEMES:
         raise typer.BadParameter(
@@ -524,7 +529,7 @@ def serve(
         f"http://{host}:{port} (POST /predict, GET /health, GET /metrics)",
         err=True,
     )
-    http.run(app_, host, port, log_level=log_level)
+    http.run(app_, host, port, log_level=log_level, http=http_impl)
 
 
 @app.command("bench-serve", cls=_Command)
@@ -608,6 +613,7 @@ def bench_serve(
         p50, p99, p999 = np.percentile(answered, [50, 99, 99.9])
         out.print(
             f"latency ms: p50 {p50:.2f}, p99 {p99:.2f}, p99.9 {p999:.2f}, max {answered.max():.2f}; "
-            f"throughput {answered.size / elapsed:.1f} requests/s ({answered.size * batch / elapsed:.1f} inputs/s); "
+            f"throughput {answered.size / elapsed:.1f} requests/s "
+            f"({answered.size * batch / elapsed:.1f} inputs/s); "
             f"client lag up to {lag * 1e3:.1f} ms"
         )

@@ -26,7 +26,7 @@ with warnings.catch_warnings():  # Starlette 1.x would rather have httpx2 under 
 
 from codedcomputing import BACC
 from codedcomputing.runtime.delays import Bimodal
-from codedcomputing.serving import Coded, NoRedundancy, ThreadServer
+from codedcomputing.serving import Coded, NoRedundancy, ThreadServer, http
 from codedcomputing.serving.http import create_app
 
 SHAPE = (2, 3)
@@ -114,7 +114,13 @@ MALFORMED = [
 @pytest.mark.parametrize(
     ("request_", "status", "word"), [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED]
 )
-def test_malformed_requests_get_a_4xx_naming_the_problem(request_, status, word):
+@pytest.mark.parametrize("parser", ["orjson", "json"])
+def test_malformed_requests_get_a_4xx_naming_the_problem(request_, status, word, parser, monkeypatch):
+    if parser == "json":  # the standard library alone, as without orjson installed
+        monkeypatch.setattr(http, "_fast_loads", None)
+        monkeypatch.setattr(http, "_fast_dumps", None)
+    elif http._fast_loads is None:
+        pytest.skip("orjson is not installed")
     request_ = {"headers": {"content-type": "application/json"}, **request_}
     app = app_for(max_body_bytes=2000, max_inputs=16)
     with TestClient(app) as client:

