@@ -128,4 +128,4 @@ class BerrutMap:
 def _on_host_without_grad(x) -> bool:
     import torch
 
-    return x.device.type == "cpu" and not x.requires_grad and x.dtype in (torch.float32, torch.float64)
+    return _arraylib.on_host(x) and not x.requires_grad and x.dtype in (torch.float32, torch.float64)
