@@ -375,6 +375,39 @@ def _sketch(values: np.ndarray) -> np.ndarray:
     return summed.astype(np.float64, copy=False)
 
 
+def _device_sketch(values):
+    """:func:`_sketch` of a torch tensor, on its device, in float64 (the sketch's matrix is
+    copied there once per width)."""
+    import torch
+
+    d = values.shape[1]
+    sketch = _sketches.get((d, np.dtype(np.float64)))
+    if sketch is None:
+        _sketch(np.zeros((1, d)))  # builds and keeps it
+        sketch = _sketches[(d, np.dtype(np.float64))]
+    return values.to(torch.float64) @ _arraylib.device_copies.get(sketch, torch.float64, values.device)
+
+
+def _device_rescaled(values):
+    """``(values / scale, scale)`` for a float64 tensor, ``scale = max |values|`` (a 0-d
+    tensor on the device); values of no positive finite scale are left as they are."""
+    import torch
+
+    scale = values.abs().amax() if values.numel() else values.new_zeros(())
+    usable = (scale > 0.0) & torch.isfinite(scale)
+    return values / torch.where(usable, scale, torch.ones_like(scale)), scale
+
+
+def theta_from_terms(terms: list[float]) -> float:
+    """``theta`` from :meth:`AdaptiveInterpolant.theta_terms` read back to the host (as
+    :func:`_theta` gives it from the residuals: 1 when the results or the residuals' difference
+    vanish or are not finite)."""
+    scale, numerator, denominator = terms
+    if not 0.0 < scale < np.inf or not denominator > 0.0:
+        return 1.0
+    return min(max(numerator / denominator, 0.0), 1.0)
+
+
 def _theta(r_linear: np.ndarray, r_cubic: np.ndarray) -> float:
     """:func:`blend_weight` for residuals of moderate size (no overflow check)."""
     difference = np.subtract(r_linear, r_cubic, out=r_cubic)  # r_cubic is not needed after this
@@ -424,6 +457,7 @@ class AdaptiveInterpolant:
         # residuals as one matrix, built at the first call
         self.cubic_loo = self._residual_rows = self._sample = self._sample_knots = None
         self._dense = False
+        self._device_rows = None
         if t.size >= 4:
             self.cubic_loo = _CubicLeaveOneOut(t)
             left, right = t[1:-1] - t[:-2], t[2:] - t[1:-1]
@@ -543,6 +577,8 @@ class AdaptiveInterpolant:
         many: the sketch reads only the knots its rows touch), built once."""
         if self.cubic_loo is None:  # through 2 or 3 knots, leaving one out leaves a line
             return 1.0, None
+        if not _arraylib.on_host(y):  # a tensor on a device: three numbers cross, not the results
+            return theta_from_terms(self.theta_terms(y).tolist()), None
         flat = y.reshape(y.shape[0], -1)
         # by width alone, so that a decoder gives the same theta, bit for bit, at every call
         by_rows = (self._dense or self._sample is not None) and flat.shape[1] > SKETCH_COLUMNS
@@ -573,6 +609,40 @@ class AdaptiveInterpolant:
             r_linear = r_linear[targets - 1] * weights[:, None]
             r_cubic = r_cubic[targets - 1] * weights[:, None]
         return _theta(r_linear, r_cubic), shared
+
+    @property
+    def device_rows(self) -> _ResidualRows:
+        """theta's residuals as one matrix for tensors on a device, where a banded solve would
+        need the host: :attr:`residual_rows` where there are any, else every interior knot's
+        rows of ``K`` (truncated as :data:`~codedcomputing.spline.maps.TRUNCATION` says, so the
+        residuals match the solve's to about that, relative). Built on first use."""
+        rows = self.residual_rows
+        if rows is None:
+            if self._device_rows is None:
+                n = self.sorted_knots.size
+                every = (np.arange(1, n - 1), np.ones(n - 2))
+                self._device_rows = _sampled_rows(self.sorted_knots, self.cubic_loo, n - 2, every)
+            rows = self._device_rows
+        return rows
+
+    def theta_terms(self, y):
+        """For a torch tensor ``y`` (at least 4 knots): ``[scale, <r_L, r_L - r_C>, ||r_L -
+        r_C||^2]`` as a float64 tensor on ``y``'s device, the residuals of the results divided
+        by ``scale = max |values|`` (sketched first when wider than :data:`SKETCH_COLUMNS`,
+        in float64), all computed there; :func:`theta_from_terms` of them is ``theta``. The
+        results never leave the device; autograd sees none of it (theta is a constant)."""
+        import torch
+
+        rows = self.device_rows
+        flat = y.detach().reshape(y.shape[0], -1)
+        flat = _arraylib.take_rows(flat, rows.knots if self.order is None else self.order[rows.knots])
+        values = _device_sketch(flat) if flat.shape[1] > SKETCH_COLUMNS else flat.to(torch.float64)
+        values, scale = _device_rescaled(values)
+        both = _arraylib.apply_matrix(rows.matrix, values)
+        half = both.shape[0] // 2
+        r_linear = both[:half]
+        difference = r_linear - both[half:]
+        return torch.stack([scale, torch.sum(r_linear * difference), torch.sum(difference * difference)])
 
     def linear_values(self, y):
         """``L`` at the points: :attr:`linear` applied. Small float32 and float64 numpy results

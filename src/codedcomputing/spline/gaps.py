@@ -61,7 +61,14 @@ import numpy as np
 from scipy.linalg.lapack import dpttrf, dpttrs
 
 from .. import _arraylib
-from .adaptive import SKETCH_COLUMNS, AdaptiveInterpolant, _sketch
+from .adaptive import (
+    SKETCH_COLUMNS,
+    AdaptiveInterpolant,
+    _device_rescaled,
+    _device_sketch,
+    _sketch,
+    theta_from_terms,
+)
 from .berrut import berrut_matrix
 from .reinsch import smoothing_matrix
 
@@ -175,6 +182,31 @@ def _three_face(g: list, face: list) -> list | None:
     w = [max(x, 0.0) for x in w]
     total = sum(w)
     return [x / total for x in w]
+
+
+def _read_only(matrix: np.ndarray) -> np.ndarray:
+    """``matrix``, made read-only (so its copy on a device is kept while it lives)."""
+    matrix.flags.writeable = False
+    return matrix
+
+
+def _scaled_gram(residuals):
+    """``[scale, G]`` (flattened) of a ``(candidates, entries)`` torch tensor: ``scale`` its
+    largest magnitude, ``G`` the Gram matrix of the residuals divided by it."""
+    import torch
+
+    scale = residuals.abs().amax() if residuals.numel() else residuals.new_zeros(())
+    usable = (scale > 0.0) & torch.isfinite(scale)
+    scaled = residuals / torch.where(usable, scale, torch.ones_like(scale))
+    return torch.cat([scale[None], (scaled @ scaled.T).reshape(-1)])
+
+
+def _weights_from_terms(terms: list[float], count: int) -> np.ndarray:
+    """:func:`simplex_weights` from ``[scale, G]`` read back from a device (the first
+    candidate when the residuals vanish or are not finite)."""
+    if not 0.0 < terms[0] < np.inf:
+        return np.eye(count)[0]
+    return _simplex_minimiser(np.array(terms[1:]).reshape(count, count))
 
 
 def _median(values: np.ndarray) -> float:
@@ -447,15 +479,21 @@ class GapAwareInterpolant:
                 _Group(
                     ("edge", "low" if low else "high"),
                     pts,
-                    maps=[self._to_given(m) for m in _extrapolants(t, z[pts], low, berrut)],
-                    validation=[self._to_given(np.concatenate(c)) for c in zip(*validation, strict=True)],
+                    maps=[_read_only(self._to_given(m)) for m in _extrapolants(t, z[pts], low, berrut)],
+                    validation=[
+                        _read_only(self._to_given(np.concatenate(c))) for c in zip(*validation, strict=True)
+                    ],
                 )
             )
 
     # ------------------------------------------------------------------ calling
     def __call__(self, y):
-        theta, shared = self.base.weight_and_curvatures(y)
-        weights = theta, self._group_weights(y, None if shared is None else shared[0])
+        if _arraylib.on_host(y):
+            theta, shared = self.base.weight_and_curvatures(y)
+            weights = theta, self._group_weights(y, None if shared is None else shared[0])
+        else:
+            weights, shared = self._device_weights(y), None
+            theta = weights[0]
         info = {
             "theta": theta,
             "gaps": [(g.label, tuple(map(float, w))) for g, w in zip(self.groups, weights[1], strict=True)],
@@ -464,8 +502,112 @@ class GapAwareInterpolant:
 
     def weights(self, y) -> tuple[float, list[np.ndarray]]:
         """``(theta, [weights of each group])`` for results ``y``: what a call fits, computed
-        in float64 on the host. :meth:`apply` with them is linear in ``y``."""
+        in float64 on the host (for a tensor on a device: on the device, and only the few
+        numbers the simplex fits need cross). :meth:`apply` with them is linear in ``y``."""
+        if not _arraylib.on_host(y):
+            return self._device_weights(y)
         return self.base.weight(y), self._group_weights(y)
+
+    def _device_weights(self, y) -> tuple[float, list[np.ndarray]]:
+        """:meth:`weights` for a tensor on a device: theta's terms
+        (:meth:`~codedcomputing.spline.adaptive.AdaptiveInterpolant.theta_terms`) and each
+        fitted group's ``[scale, Gram matrix]`` of its rescaled residuals are computed there and
+        read back together, one small transfer (3 numbers, 10 a gap size, 10 or 17 an end)."""
+        import torch
+
+        terms = [self.base.theta_terms(y)] if self.base.cubic_loo is not None else []
+        fitted = [g for g in self.groups if g.fixed is None]
+        if fitted:
+            flat = y.detach().reshape(y.shape[0], -1)
+            rows, total = _arraylib.take_rows(flat, self._rows), flat.sum(0, keepdim=True)
+            if flat.shape[1] > SKETCH_COLUMNS:
+                rows, total = _device_sketch(rows), _device_sketch(total)
+            else:
+                rows, total = rows.to(torch.float64), total.to(torch.float64)
+            rows, scale = _device_rescaled(rows)  # the weights are scale-free; curvatures (~ y / h^2)
+            usable = (scale > 0.0) & torch.isfinite(scale)  # of huge results would overflow
+            total = total[0] / torch.where(usable, scale, torch.ones_like(scale))
+            if self._plan is not None:
+                terms.append(self._device_block_terms(rows, total).reshape(-1))
+            for group in fitted:
+                if group.block is None:
+                    residuals = [_arraylib.apply_matrix(v, rows) for v in group.validation]
+                    terms.append(_scaled_gram(torch.stack([r.reshape(-1) for r in residuals])))
+        numbers = torch.cat(terms).tolist() if terms else []  # the one read of the call
+        theta = 1.0 if self.base.cubic_loo is None else theta_from_terms(numbers[:3])
+        position = 3 if self.base.cubic_loo is not None else 0
+        block_weights = []
+        if self._plan is not None:
+            for _ in range(self._plan["group_first"].size):
+                block_weights.append(_weights_from_terms(numbers[position : position + 10], 3))
+                position += 10
+        out = []
+        for group in self.groups:
+            if group.fixed is not None:
+                out.append(group.fixed)
+            elif group.block is not None:
+                out.append(block_weights[group.block])
+            else:
+                count = len(group.validation)
+                out.append(_weights_from_terms(numbers[position : position + 1 + count * count], count))
+                position += 1 + count * count
+        return theta, out
+
+    def _device_block_terms(self, rows, total):
+        """``(groups, 10)``: each gap size's ``[scale, Gram matrix]`` of the leave-block-out
+        residuals (:meth:`_block_weights`) of rescaled results ``rows`` on their device."""
+        import torch
+
+        plan = self._device_plan(rows.device)
+        observed = rows[plan["target"]]
+        chord = plan["a"] * rows[plan["s"]] + plan["b"] * rows[plan["e"]]
+        terms = plan["curvature"] * rows[plan["window"], None]  # (W, 2, d)
+        curvatures = torch.zeros((plan["blocks"], 2, rows.shape[1]), dtype=rows.dtype, device=rows.device)
+        curvatures.index_add_(0, plan["window_block"], terms)
+        block = plan["block"]
+        cubic = chord + plan["c"] * curvatures[block, 0] + plan["d"] * curvatures[block, 1]
+        block_sums = torch.zeros((plan["blocks"], rows.shape[1]), dtype=rows.dtype, device=rows.device)
+        block_sums.index_add_(0, block, observed)
+        mean = plan["mean_coefficient"] * (total - plan["block_scale"] * block_sums[block])
+        residuals = torch.stack([chord, cubic, mean]) - observed  # (3, rows, d)
+        groups, group = plan["groups"], plan["group"]
+        largest = torch.zeros(groups, dtype=rows.dtype, device=rows.device)
+        largest.scatter_reduce_(0, group, residuals.abs().amax(dim=(0, 2)), "amax")
+        usable = (largest > 0.0) & torch.isfinite(largest)
+        scaled = residuals / torch.where(usable, largest, torch.ones_like(largest))[group][None, :, None]
+        products = torch.einsum("ird,jrd->rij", scaled, scaled).reshape(-1, 9)
+        grams = torch.zeros((groups, 9), dtype=rows.dtype, device=rows.device).index_add_(0, group, products)
+        return torch.cat([largest[:, None], grams], dim=1)
+
+    def _device_plan(self, device) -> dict:
+        """The leave-block-out plan's indices and coefficients as tensors on ``device`` (made
+        once per device; two threads making them at once make the same)."""
+        import torch
+
+        copies = self.__dict__.setdefault("_device_plans", {})
+        plan = copies.get(device)
+        if plan is None:
+            host = self._plan
+            rows = host["block"].size
+            window_sizes = np.diff(np.r_[host["window_first"], host["window"].size])
+            group_sizes = np.diff(np.r_[host["group_first"], rows])
+            blocks = host["block_first"].size
+            index = {
+                "target": host["target"],
+                "s": host["s"],
+                "e": host["e"],
+                "window": host["window"],
+                "block": host["block"],
+                "window_block": np.repeat(np.arange(blocks), window_sizes),
+                "group": np.repeat(np.arange(group_sizes.size), group_sizes),
+            }
+            plan = {k: torch.as_tensor(v, dtype=torch.int64, device=device) for k, v in index.items()}
+            for key in ("a", "b", "c", "d", "curvature", "mean_coefficient"):
+                plan[key] = torch.as_tensor(host[key], dtype=torch.float64, device=device)
+            plan["block_scale"] = torch.as_tensor(host["block_scale"][host["block"]], device=device)
+            plan["blocks"], plan["groups"] = blocks, group_sizes.size
+            copies[device] = plan
+        return plan
 
     def _group_weights(self, y, sorted_values=None) -> list[np.ndarray]:
         """The groups' weights; ``sorted_values``: the results at the sorted knots as theta's
