@@ -344,3 +344,84 @@ def test_the_gathered_linear_interpolant_is_the_sparse_product():
         got = decoder.linear_values(y)
         assert got.dtype == dtype and got.shape == (11, 4, 3)
         np.testing.assert_array_equal(got, _arraylib.apply_matrix(decoder.linear, y))
+
+
+# ---------------------------------------------------------------------------------------------
+# tensors on a device: theta's sums computed there (CPU tensors follow the device route)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pretend_device(monkeypatch):
+    """CPU tensors follow the device route (numpy no longer reads them in place)."""
+    monkeypatch.setattr(_arraylib, "_HOST_DEVICES", frozenset())
+    _arraylib.device_copies.clear()
+    yield monkeypatch
+    _arraylib.device_copies.clear()
+
+
+def _device_call(interpolant, y, monkeypatch):
+    """``(estimates, theta)`` of ``y`` as a tensor on the (pretended) device, then the host's
+    on the numpy array."""
+    out, theta = interpolant(torch.as_tensor(y))
+    monkeypatch.setattr(_arraylib, "_HOST_DEVICES", frozenset({"cpu"}))
+    reference, reference_theta = interpolant(y)
+    monkeypatch.setattr(_arraylib, "_HOST_DEVICES", frozenset())
+    return out, theta, reference, reference_theta
+
+
+@pytest.mark.parametrize(
+    "n, width, theta_tol",
+    [
+        (40, 3, 1e-10),  # few knots: the dense residual map
+        (40, 100, 1e-10),  # ... sketched
+        (300, 5, 1e-9),  # every interior knot's truncated rows (the host solves)
+        (300, 50, 1e-10),
+        (2000, 4, 1e-8),  # a sample of many knots: its truncated rows (the host solves)
+        (2000, 60, 1e-9),  # ... the same rows as the host's
+    ],
+)  # r_L - r_C cancels (1e-7 noise on smooth data): theta's rounding is amplified
+def test_the_device_route_gives_the_hosts_theta_and_estimates(pretend_device, n, width, theta_tol):
+    rng = np.random.default_rng(n + width)
+    knots = rng.permutation(np.sort(rng.uniform(-1, 1, n)))
+    y = np.tanh(3 * knots[:, None] * rng.normal(size=(1, width))) + 1e-7 * rng.normal(size=(n, width))
+    interpolant = AdaptiveInterpolant(knots, np.linspace(-0.95, 0.95, 20))
+    out, theta, reference, reference_theta = _device_call(interpolant, y, pretend_device)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float64
+    assert 0.0 < reference_theta < 1.0 or n < 2000  # a blend, not an end of [0, 1], where it matters
+    assert theta == pytest.approx(reference_theta, abs=theta_tol)
+    np.testing.assert_allclose(out.numpy(), reference, rtol=0, atol=1e-10 * np.abs(reference).max())
+
+
+def test_the_device_route_is_scale_free_and_takes_zeros(pretend_device):
+    rng = np.random.default_rng(30)
+    knots = np.sort(rng.uniform(-1, 1, 30))
+    y = np.sin(4 * knots)[:, None] + 1e-4 * rng.normal(size=(30, 2))  # theta 0.64
+    interpolant = AdaptiveInterpolant(knots, np.linspace(-0.9, 0.9, 7))
+    theta = interpolant.weight(torch.as_tensor(y))
+    assert 0.0 < theta < 1.0
+    assert interpolant.weight(torch.as_tensor(y * 1e300)) == pytest.approx(theta, abs=1e-12)
+    assert interpolant.weight(torch.as_tensor(y * 1e-300)) == pytest.approx(theta, abs=1e-12)
+    assert interpolant.weight(torch.zeros(30, 2, dtype=torch.float64)) == 1.0
+
+
+def test_the_device_route_keeps_float32_and_treats_theta_as_a_constant(pretend_device):
+    """float32 results keep their dtype; autograd differentiates the blend at the fitted theta:
+    the gradient of ``sum(w * u)`` is ``((1 - theta) L + theta C)^T w``."""
+    rng = np.random.default_rng(31)
+    knots = np.sort(rng.uniform(-1, 1, 25))
+    points = np.linspace(-0.9, 0.9, 6)
+    y = np.cos(3 * knots)[:, None] + 3e-4 * rng.normal(size=(25, 3))  # theta 0.68
+    interpolant = AdaptiveInterpolant(knots, points)
+    single, _ = interpolant(torch.as_tensor(y, dtype=torch.float32))
+    assert single.dtype == torch.float32
+    tensor = torch.as_tensor(y).requires_grad_(True)
+    out, theta = interpolant(tensor)
+    assert 0.0 < theta < 1.0  # both interpolants' maps count
+    w = rng.normal(size=out.shape)
+    (out * torch.as_tensor(w)).sum().backward()
+    np.testing.assert_allclose(single.numpy(), out.detach().numpy(), rtol=1e-5, atol=1e-5)
+    linear = interpolant.linear.toarray()
+    cubic = CubicSpline(knots, np.eye(25), bc_type="natural", axis=0)(points)  # C's map, independently
+    blend = (1.0 - theta) * linear + theta * cubic
+    np.testing.assert_allclose(tensor.grad.numpy(), blend.T @ w, rtol=1e-9, atol=1e-11)
