@@ -165,3 +165,88 @@ def test_large_blocks_validate_on_a_sample_and_cost_stays_linear():
     assert (
         np.all(np.isfinite(est)) and np.max(np.abs(est[inside] - np.sin(3 * code.alpha[inside, None]))) < 0.5
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# tensors on a device: the weights fitted there (CPU tensors follow the device route)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pretend_device(monkeypatch):
+    """CPU tensors follow the device route (numpy no longer reads them in place)."""
+    from codedcomputing import _arraylib
+
+    monkeypatch.setattr(_arraylib, "_HOST_DEVICES", frozenset())
+    _arraylib.device_copies.clear()
+    yield lambda host: monkeypatch.setattr(_arraylib, "_HOST_DEVICES", frozenset({"cpu"} if host else ()))
+    _arraylib.device_copies.clear()
+
+
+def _assert_same_weights(got, expected, tol):
+    assert got[0] == pytest.approx(expected[0], abs=tol)
+    assert len(got[1]) == len(expected[1])
+    for w, reference in zip(got[1], expected[1], strict=True):
+        np.testing.assert_allclose(w, reference, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize(
+    "num_workers, num_inputs, width, dropped",
+    [
+        (50, 10, 3, np.r_[20:30]),  # one gap
+        (50, 10, 100, np.r_[0:4, 20:30, 45:50]),  # a gap and both ends, sketched
+        (500, 100, 5, np.r_[0:10, 100:160, 300:330, 180:290:3]),  # five gap sizes and an end
+        (2000, 200, 64, np.r_[0:30, 1000:1300, 1500:1520]),  # blocks predicted on a sample
+    ],
+)
+def test_the_device_route_gives_the_hosts_weights_and_estimates(
+    pretend_device, num_workers, num_inputs, width, dropped
+):
+    alpha, beta = design(num_workers, num_inputs)
+    rng = np.random.default_rng(num_workers + width)
+    alive = rng.permutation(np.setdiff1d(np.arange(num_workers), dropped))  # knots in any order
+    y = smooth(beta[alive], rng, width) + 1e-3 * rng.normal(size=(alive.size, width))
+    decoder = GapAwareInterpolant(beta[alive], alive, alpha, num_workers)
+    assert {g.label[0] for g in decoder.groups} >= {"gap"}
+    tensor = torch.as_tensor(y)
+    out, info = decoder(tensor)
+    weights = decoder.weights(tensor)
+    pretend_device(host=True)
+    reference, reference_info = decoder(y)
+    _assert_same_weights(weights, decoder.weights(y), 1e-9)
+    _assert_same_weights((info["theta"], [w for _, w in info["gaps"]]), weights, 1e-12)
+    assert [label for label, _ in info["gaps"]] == [label for label, _ in reference_info["gaps"]]
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float64
+    np.testing.assert_allclose(out.numpy(), reference, rtol=0, atol=1e-10 * np.abs(reference).max())
+
+
+def test_the_device_weights_are_scale_free_and_take_zeros(pretend_device):
+    alpha, beta = design()
+    alive = np.r_[3:20, 30:48]
+    y = smooth(beta[alive], np.random.default_rng(40)) + 1e-3 * np.random.default_rng(41).normal(size=(35, 3))
+    decoder = GapAwareInterpolant(beta[alive], alive, alpha, 50)
+    weights = decoder.weights(torch.as_tensor(y))
+    assert {g.label[0] for g in decoder.groups} == {"gap", "edge"}
+    for factor in (1e300, 1e-300):
+        _assert_same_weights(decoder.weights(torch.as_tensor(y * factor)), weights, 1e-12)
+    theta, fitted = decoder.weights(torch.zeros(35, 3, dtype=torch.float64))
+    assert theta == 1.0
+    assert all(w[0] == 1.0 and w.sum() == 1.0 for w in fitted)  # the first candidate
+
+
+def test_the_device_weights_are_constants_to_autograd(pretend_device):
+    """The gradient of ``sum(w * u)`` is ``M^T w``, ``M`` the decoder's linear map at the
+    fitted weights (:meth:`apply` of the identity, on the host)."""
+    alpha, beta = design()
+    alive = np.r_[2:18, 29:50]
+    rng = np.random.default_rng(42)
+    tensor = torch.as_tensor(smooth(beta[alive], rng) + 1e-3 * rng.normal(size=(alive.size, 3)))
+    tensor.requires_grad_(True)
+    decoder = GapAwareInterpolant(beta[alive], alive, alpha, 50)
+    out, _ = decoder(tensor)
+    weights = decoder.weights(tensor.detach())
+    w = rng.normal(size=out.shape)
+    (out * torch.as_tensor(w)).sum().backward()
+    pretend_device(host=True)
+    linear_map = decoder.apply(np.eye(alive.size), weights)
+    np.testing.assert_allclose(tensor.grad.numpy(), linear_map.T @ w, rtol=1e-9, atol=1e-11)
