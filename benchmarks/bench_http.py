@@ -14,7 +14,7 @@ latency it adds over ``ThreadServer.submit`` for one LeNet-5 query.
     bootstrap interval.
 
 Run: ``OMP_NUM_THREADS=1 python benchmarks/bench_http.py [--quick] [--part a|b] [--http-impl h11]``
-(with and without orjson installed to compare the JSON parsers).
+[--no-orjson] (the server parses JSON with the standard library, as without orjson).
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ import time
 from importlib.util import find_spec
 
 import numpy as np
+
+NO_ORJSON = False
 
 
 def bootstrap(values, statistic=np.mean, reps=2000, seed=0):
@@ -53,7 +55,8 @@ class Served:
     def __init__(self, *args):
         self.port = free_port()
         serve = [*args, "--port", str(self.port)]
-        command = [sys.executable, "-c", "from codedcomputing.cli import app; app()", "serve", *serve]
+        block = "import sys; sys.modules['orjson'] = None; " if NO_ORJSON else ""  # as if not installed
+        command = [sys.executable, "-c", f"{block}from codedcomputing.cli import app; app()", "serve", *serve]
         self.process = subprocess.Popen(command, env=dict(os.environ, OMP_NUM_THREADS="1"))
 
     def __enter__(self):
@@ -181,11 +184,14 @@ def main() -> None:
     parser.add_argument("--part", choices=("a", "b", "both"), default="both")
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--http-impl", default="auto", help="uvicorn's parser: auto, h11 or httptools")
+    parser.add_argument("--no-orjson", action="store_true", help="the server parses JSON with the stdlib")
     args = parser.parse_args()
+    global NO_ORJSON
+    NO_ORJSON = args.no_orjson
     args.serve = ["--http-impl", args.http_impl]
-    print(
-        f"uvicorn parser {args.http_impl}; orjson {'installed' if find_spec('orjson') else 'not installed'}"
-    )
+    orjson = "used" if find_spec("orjson") and not NO_ORJSON else "not used"
+    loop = "uvloop" if find_spec("uvloop") else "asyncio"
+    print(f"uvicorn parser {args.http_impl}, event loop {loop}; orjson {orjson}", flush=True)
     args.seconds, args.repeats, args.queries = (1.0, 3, 200) if args.quick else (3.0, 5, 1000)
     if args.part in ("a", "both"):
         throughput(args)
