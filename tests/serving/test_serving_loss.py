@@ -25,14 +25,16 @@ class _Dying(_ThreadReplicas):
     """Replica 0 serves ``survive`` tasks, then its next task hangs a while and is lost (as a
     task in flight on a lost node), and so is every later call on it."""
 
-    def __init__(self, functions, survive):
+    def __init__(self, functions, survive, replace=False):
         super().__init__(functions)
         self.survive = survive
         self.calls = 0
         self.lock = threading.Lock()
+        self.replaceable = replace
+        self.replaced = False
 
     def call(self, replica, fn, x, delay):
-        if replica == 0:
+        if replica == 0 and not self.replaced:
             with self.lock:
                 self.calls += 1
                 calls = self.calls
@@ -41,14 +43,21 @@ class _Dying(_ThreadReplicas):
                 raise serving.ReplicaLost("ActorDiedError")
         return super().call(replica, fn, x, delay)
 
+    def replace(self, replica):
+        if self.replaceable:
+            self.halt.wait(5 * UNIT)  # a new actor starting
+            self.replaced = True
+        return self.replaceable
+
 
 class LosingServer(serving.ThreadServer):
-    def __init__(self, *args, survive=5, **kwargs):
+    def __init__(self, *args, survive=5, replace=False, **kwargs):
         super().__init__(*args, **kwargs)
         self.survive = survive
+        self.replace = replace
 
     def _replicas(self):
-        return _Dying(self.functions, self.survive)
+        return _Dying(self.functions, self.survive, self.replace)
 
 
 SERVICE = cc.runtime.delays.Bimodal(base=1.0, p=0.0, slowdown=1.0)  # 10 ms a task
@@ -96,6 +105,22 @@ def test_a_lost_replica_loses_no_query(scheme):
         assert np.all(record.redispatched[hit] == 1) and np.all(record.outcome[hit] == 0)
     if scheme.name in ("replication", "hedge"):
         assert record.redispatched.sum() == 0  # the copy or the hedge answered
+
+
+def test_a_replaced_replica_serves_again_and_no_query_is_lost():
+    arrivals = serving.poisson_arrivals(80, 0.5, 3, SERVICE, rng=6)
+    inputs = np.random.default_rng(7).normal(size=(80, 4))
+    server = LosingServer(linear, 3, serving.NoRedundancy(), service=SERVICE, time_unit=UNIT, replace=True)
+    record = server.run(arrivals, inputs)
+    assert record.counts()["failed"] == 0 and sum(record.counts().values()) == 80
+    assert record.lost_replicas == [0] and record.replaced == [0]
+    np.testing.assert_allclose(record.estimates, linear(inputs), atol=1e-12)
+    tasks = record.tasks
+    lost_at = np.nanmax(np.where(tasks["lost"], tasks["dispatched"], np.nan))
+    served_after = (tasks["replica"] == 0) & ~tasks["lost"] & (tasks["dispatched"] > lost_at)
+    assert served_after.any() and np.all(~np.isnan(tasks["service"][served_after]))
+    assert np.all(record.outcome == 0)  # no redundancy: own results, the lost ones re-dispatched
+    assert np.flatnonzero(record.redispatched).size == np.unique(tasks["query"][tasks["lost"]]).size
 
 
 def test_a_failing_f_is_not_redispatched():

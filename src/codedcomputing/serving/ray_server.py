@@ -17,8 +17,9 @@ replication copy, a hedge, its group's decode); the **re-dispatch rule**: a quer
 path left, one of whose tasks was lost, gets a new task of the same role and group on a live
 replica (at most ``num_replicas`` times). ``record.outcome`` says how each query was answered
 (``"decoded"`` among them), ``record.redispatched`` which were re-dispatched, ``lost_tasks``
-and ``lost_replicas`` what was lost. Dead actors are not replaced. A task whose ``f`` raised
-is a failed task, as on threads (no re-dispatch: the same input would fail again).
+and ``lost_replicas`` what was lost. With ``replace=True`` a lost replica gets a new actor
+(``record.replaced``), else it stays dead. A task whose ``f`` raised is a failed task, as on
+threads (no re-dispatch: the same input would fail again).
 
 Ray: joins the cluster at ``address`` (``"auto"``, ``"ray://..."`` or ``host:port``), or uses
 the Ray this process already runs, or starts a local one (``num_cpus``) and shuts it down at
@@ -32,7 +33,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .._validation import check_count, check_number
+from .._validation import check_count, check_flag, check_number
 from .threads import ReplicaLost, ThreadServer
 
 __all__ = ["RayServer"]
@@ -93,8 +94,8 @@ class _RayReplicas:
             )
             self.started_ray = True
         self.lost = _lost_errors(ray)
-        remote = ray.remote(max_restarts=0, max_task_retries=0)(_Replica)
-        refs: dict[int, object] = {}  # one object-store copy per distinct model
+        self.remote = remote = ray.remote(max_restarts=0, max_task_retries=0)(_Replica)
+        self.refs = refs = {}  # one object-store copy per distinct model
         for g in server.functions:
             if id(g) not in refs:
                 refs[id(g)] = ray.put(g)
@@ -132,6 +133,25 @@ class _RayReplicas:
             cause = err.cause if isinstance(err.cause, BaseException) else err
             raise RuntimeError(f"{type(cause).__name__}: {cause}") from None
 
+    def replace(self, replica) -> bool:
+        server = self.server
+        if not server.replace:
+            return False
+        ray = _ray()
+        options = server.actor_options[replica] if server.replace_options is None else server.replace_options
+        actor = self.remote.options(**options).remote(self.refs[id(server.functions[replica])])
+        try:
+            node = ray.get(actor.node.remote(), timeout=server.ready_timeout)
+        except Exception:  # no room for it, or its node went too
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:
+                pass
+            return False
+        self.actors[replica] = actor
+        server.nodes[replica] = node
+        return True
+
     def close(self) -> None:
         ray = _ray()
         for actor in getattr(self, "actors", []):
@@ -160,7 +180,14 @@ class RayServer(ThreadServer):
         ``.options(...)`` of every replica's actor, or of replica r's (placement: ``resources``,
         ``scheduling_strategy``, ``num_cpus``); None: Ray's defaults.
     ready_timeout : float, default 120
-        Seconds to wait at :meth:`start` for every actor to be up (it raises otherwise).
+        Seconds to wait at :meth:`start` for every actor to be up (it raises otherwise), and for
+        a replacement.
+    replace : bool, default False
+        Replace a lost replica: once its queued tasks are reported lost, a new actor is built
+        (``replace_options``, None: the replica's ``actor_options``, which may name the lost
+        node) and serves the replica's queue; ``record.replaced`` lists them.
+    replace_options : mapping or None
+        The replacements' ``.options(...)``.
     poll_s : float, default 0.05
         How often a replica's proxy thread looks whether the server is closing while a task runs
         (results are seen at once).
@@ -178,6 +205,8 @@ class RayServer(ThreadServer):
         num_cpus: int | None = None,
         actor_options=None,
         ready_timeout: float = 120.0,
+        replace: bool = False,
+        replace_options=None,
         poll_s: float = 0.05,
         service=None,
         time_unit: float = 1.0,
@@ -215,6 +244,10 @@ class RayServer(ThreadServer):
                 f"got {actor_options!r}"
             )
         self.actor_options = options
+        self.replace = check_flag(replace, "replace")
+        if replace_options is not None and not isinstance(replace_options, Mapping):
+            raise ValueError(f"replace_options must be None or a mapping, got {replace_options!r}")
+        self.replace_options = None if replace_options is None else dict(replace_options)
         self.ready_timeout = check_number(ready_timeout, "ready_timeout", low=0.0, low_open=True)
         self.poll_s = check_number(poll_s, "poll_s", low=0.0, low_open=True)
         self.nodes: list[str] | None = None

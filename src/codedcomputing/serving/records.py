@@ -51,8 +51,9 @@ class ServingRecord:
     ``"decode"``), ``errors`` (scheme errors the frontend caught), ``redispatched`` (per query:
     how many times its task was re-dispatched after its replica was lost; ``tasks["lost"]``
     marks the tasks lost, ``started`` NaN for those queued behind the loss), ``lost_tasks``
-    (tasks lost with their replica) and ``lost_replicas`` (the replicas lost, in the order
-    seen); times are in the server's clock units.
+    (tasks lost with their replica), ``lost_replicas`` (the replicas lost, in the order seen)
+    and ``replaced`` (the lost replicas a new one replaced, in order); times are in the
+    server's clock units.
     ``load_trace`` (runs with ``trace_load=True``): every change of a replica's load, arrays
     ``time``, ``replica`` and ``load`` (the load from that time on), in time order.
     """
@@ -85,6 +86,7 @@ class ServingRecord:
     redispatched: np.ndarray | None = None
     lost_tasks: int = 0
     lost_replicas: list = field(default_factory=list)
+    replaced: list = field(default_factory=list)
 
     @property
     def num_queries(self) -> int:

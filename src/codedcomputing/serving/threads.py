@@ -82,8 +82,9 @@ class _ThreadReplicas:
     threads start; ``call(replica, fn, x, delay)`` on replica ``replica``'s thread: wait
     ``delay`` seconds (cut short once ``run.halt`` is set), then ``fn(x)`` (``fn`` None:
     the replica's model) and return its output, or raise: :class:`ReplicaLost` when the
-    replica is gone, any other error when the call failed; ``close()`` after the threads
-    stopped."""
+    replica is gone, any other error when the call failed; ``replace(replica)`` after a loss,
+    on that replica's thread: True once a new replica serves in its place, False if none will
+    (thread replicas are never lost); ``close()`` after the threads stopped."""
 
     def __init__(self, functions):
         self.functions = functions
@@ -95,6 +96,9 @@ class _ThreadReplicas:
         if delay > 0:
             self.halt.wait(delay)
         return (fn or self.functions[replica])(x)
+
+    def replace(self, replica) -> bool:
+        return False
 
     def close(self) -> None:
         pass
@@ -332,6 +336,7 @@ class _LiveRun(_Run):
         self.dead: set[int] = set()  # replicas lost
         self.lost_replicas: list[tuple[int, float]] = []  # (replica, when the loss was seen)
         self.lost_tasks = 0
+        self.replaced: list[tuple[int, float]] = []  # (replica, when its replacement was up)
         self.suspects: set[int] = set()
         self.errors: list[str] = []
         self.master = {"frontend": 0.0, "encode": 0.0, "decode": 0.0}
@@ -531,6 +536,9 @@ class _LiveRun(_Run):
         elif kind == "close":
             self.closing = True
             self.scheme.flush(self)
+        elif kind == "replaced":
+            self.dead.discard(event[1])
+            self.replaced.append((event[1], self.now))
         elif kind == "abandon":
             for query in range(len(self.outcome)):
                 if self.outcome[query] == -1:
@@ -614,6 +622,31 @@ class _LiveRun(_Run):
                 why = f"raised {type(err).__name__}: {err}"
             busy = (time.perf_counter() - began) / self.unit
             self.events.put(("done", task, output, why, busy, lost is not None))
+            if lost is not None and self.replace_lost(replica, lost):
+                lost = None
+
+    def replace_lost(self, replica: int, why: str) -> bool:
+        """Replica ``replica`` was just lost: report the tasks queued on it as lost, then ask the
+        backend for a new replica in its place (this thread waits for it; the others serve
+        on). True when it has one: the replica serves its queue again."""
+        tasks = self.queues[replica]
+        while True:
+            try:
+                task = tasks.get_nowait()
+            except queue.Empty:
+                break
+            if task < 0:  # the server is stopping
+                tasks.put(task)
+                return False
+            with self.lock:
+                if self.t_state[task] != _QUEUED:
+                    continue
+                self.t_state[task] = _RUNNING
+            self.events.put(("done", task, None, why, 0.0, True))
+        if self.halt.is_set() or not self.backend.replace(replica):
+            return False
+        self.events.put(("replaced", replica))
+        return True
 
     # --- the record ---------------------------------------------------------------------
     def record(self, name: str) -> ServingRecord:
@@ -642,4 +675,5 @@ class _LiveRun(_Run):
         record.redispatched = np.array(self.q_redispatched, dtype=np.int64)
         record.lost_tasks = self.lost_tasks
         record.lost_replicas = [replica for replica, _ in self.lost_replicas]
+        record.replaced = [replica for replica, _ in self.replaced]
         return record
