@@ -39,6 +39,14 @@ one takes the sample's residuals from its solve at every knot). Results wider
 than :data:`SKETCH_COLUMNS` are first summarised by a CountSketch (:func:`_sketch`). So
 building the decoder for a set of knots is ``O(n + len(points))``, and theta costs
 ``O(max(LOO_KNOTS, len(points)) d)``, about what the two interpolants' decode does.
+
+A torch tensor on a device (CUDA) is not brought to the host: the residuals come from the
+residual rows as one matrix (the dense one, the sample's, or, where the host would solve at
+every knot, every interior knot's truncated rows), applied on the device to the results
+(sketched there in float64 when wide) divided by their largest magnitude, and only
+``[scale, <r_L, r_L - r_C>, ||r_L - r_C||^2]`` is read back (:meth:`AdaptiveInterpolant.theta_terms`).
+Where the host solves, theta then differs from the host's by the rows' truncation (relative
+:data:`~codedcomputing.spline.maps.TRUNCATION`), else by rounding.
 """
 
 from __future__ import annotations
@@ -427,7 +435,8 @@ class AdaptiveInterpolant:
     leave-one-out pieces. What only repeated calls pay for (the linear map as a sparse matrix,
     theta's residual rows) is built on first use; two threads building it at once build the
     same thing, so one decoder serves many threads. ``theta`` is computed on
-    the host, in float64 (wide results are sketched in their own precision first); for torch
+    the host, in float64 (wide results are sketched in their own precision first; a tensor on
+    a device: on the device, see the module docstring); for torch
     tensors that require grad, autograd treats it as a constant (the gradient is the blend's
     map at that ``theta``). ``num_points`` (default ``len(points)``) sizes theta's sample: a
     decoder for some of a set's points (a systematic code's missing inputs) passes the set's

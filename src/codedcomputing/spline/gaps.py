@@ -46,7 +46,11 @@ are theta's own), one pass over the results for their mean, and the edge maps (`
 per point beyond an end, through Berrut). Measured (``benchmarks/bench_master_gcc.py``, a
 new alive set at every decode): 0.9-3.1 times the natural spline's decode from N = 50 to
 16,000 at widths 1-1,000. The weights are computed in float64 on the host; for torch
-tensors that require grad, autograd treats them as constants.
+tensors that require grad, autograd treats them as constants. A tensor on a device (CUDA)
+stays there: the residuals (of the results rescaled by their largest magnitude, sketched in
+float64 when wide), their scales and Gram matrices are computed on the device, and one read
+brings the few numbers the fits need to the host (theta's 3, 10 a fitted gap size, ``1 +
+c^2`` an end with ``c`` candidates); the blend is applied on the device.
 
 Measured (``benchmarks/bench_contiguous.py``, 200 paired trials): with a block of
 neighbouring points missing, the adaptive interpolant lost to BACC from a block of 15 of 50
@@ -355,6 +359,7 @@ class GapAwareInterpolant:
         rank = np.asarray(ranks) if order is None else np.asarray(ranks)[order]
         self.groups: list[_Group] = []
         self._plan = None
+        self._device_plans: dict = {}  # the plan's tensors on each device (:meth:`_device_plan`)
         self._rows = np.zeros(0, dtype=np.intp)  # the rows of the results the gap weights read
         self._sorted_rows = self._rows  # the same, as positions among the sorted knots
         if t.size >= 4:
@@ -584,8 +589,7 @@ class GapAwareInterpolant:
         once per device; two threads making them at once make the same)."""
         import torch
 
-        copies = self.__dict__.setdefault("_device_plans", {})
-        plan = copies.get(device)
+        plan = self._device_plans.get(device)
         if plan is None:
             host = self._plan
             rows = host["block"].size
@@ -606,7 +610,7 @@ class GapAwareInterpolant:
                 plan[key] = torch.as_tensor(host[key], dtype=torch.float64, device=device)
             plan["block_scale"] = torch.as_tensor(host["block_scale"][host["block"]], device=device)
             plan["blocks"], plan["groups"] = blocks, group_sizes.size
-            copies[device] = plan
+            self._device_plans[device] = plan
         return plan
 
     def _group_weights(self, y, sorted_values=None) -> list[np.ndarray]:
