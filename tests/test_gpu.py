@@ -7,7 +7,10 @@ to the host: ``Tensor.cpu``, ``.numpy``, ``.tolist``, ``__array__``, ``.to`` the
 scalar reads ``.item``, ``__bool__``, ``__float__``, ``__int__``, ``__index__``. A scalar read
 of a one-element tensor is a sync, not a transfer of the data: the finiteness check at the
 public API needs one per validated array (encode: ``X``; decode: ``Y``), and so does the
-cluster's check of each worker's output (``runtime/collect.py``), and no more may happen.
+cluster's check of each worker's output (``runtime/collect.py``), and no more may happen,
+except that GCC's gap-aware and adaptive blends read back, in one ``tolist`` per decode, the
+few numbers their weight fits need (counted per decoder by ``_fit_numbers``), never the
+results.
 
 The tests marked ``cuda`` run the same on a real GPU and skip without one.
 """
