@@ -165,7 +165,17 @@ def test_a_node_lost_mid_stream_loses_no_query(cluster, scheme):
     placement = [on("doomed"), on("doomed"), on("node0"), on("node1")]
     arrivals = serving.poisson_arrivals(150, 0.3, 4, SERVICE, rng=3)  # about 2.5 s of queries
     inputs = np.random.default_rng(4).normal(size=(150, 4))
-    server = serving.RayServer(linear, 4, scheme, actor_options=placement, service=SERVICE, time_unit=UNIT)
+    replace = scheme.name == "none"  # with no redundancy, the lost replicas are also replaced
+    server = serving.RayServer(
+        linear,
+        4,
+        scheme,
+        actor_options=placement,
+        service=SERVICE,
+        time_unit=UNIT,
+        replace=replace,
+        replace_options=on("node0"),
+    )
     server.start(last_query=149)
 
     def remove():
@@ -174,15 +184,22 @@ def test_a_node_lost_mid_stream_loses_no_query(cluster, scheme):
 
     remover = threading.Thread(target=remove, daemon=True)
     remover.start()
+    survivor = server.nodes[2]
     try:
         futures = serving.drive(server, arrivals, inputs)
+        if replace:  # wait for the replacements (on node0), then send queries their way too
+            deadline = time.monotonic() + 60
+            while server.nodes[:2] != [survivor] * 2 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            futures += [server.submit(x) for x in inputs[:20]]
     finally:
         server.close(timeout=60)
     remover.join(60)
     record = server.record()
     assert record.errors == []
     counts = record.counts()
-    assert counts["failed"] == 0 and sum(counts.values()) == 150, counts
+    total = 170 if replace else 150
+    assert counts["failed"] == 0 and sum(counts.values()) == total, counts
     assert all(future.exception() is None for future in futures)
     assert sorted(record.lost_replicas) == [0, 1]
     lost = record.tasks["lost"]
@@ -194,7 +211,14 @@ def test_a_node_lost_mid_stream_loses_no_query(cluster, scheme):
     assert np.all(decoded | redispatched)  # every query on the lost node: decoded or sent again
     if scheme.name == "none":
         assert np.all(redispatched)
+        assert sorted(record.replaced) == [0, 1] and server.nodes[:2] == [survivor] * 2
+        late = record.tasks["query"] >= 150  # sent after the replacements were up
+        assert np.isin(record.tasks["replica"][late], [0, 1]).any()  # the new actors serve
+        assert not record.tasks["lost"][late].any()
+    else:
+        assert record.replaced == []
     exact = record.exact
-    np.testing.assert_allclose(record.estimates[exact], linear(inputs)[exact], atol=1e-12)
+    sent = np.concatenate([inputs, inputs[:20]]) if replace else inputs
+    np.testing.assert_allclose(record.estimates[exact], linear(sent)[exact], atol=1e-12)
     if scheme.name == "coded":
         np.testing.assert_allclose(record.estimates, scheme.outputs(record, inputs, linear)[0], atol=1e-9)

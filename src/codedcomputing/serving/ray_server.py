@@ -140,9 +140,17 @@ class _RayReplicas:
         ray = _ray()
         options = server.actor_options[replica] if server.replace_options is None else server.replace_options
         actor = self.remote.options(**options).remote(self.refs[id(server.functions[replica])])
-        try:
-            node = ray.get(actor.node.remote(), timeout=server.ready_timeout)
-        except Exception:  # no room for it, or its node went too
+        ref = actor.node.remote()
+        deadline = time.monotonic() + server.ready_timeout
+        node = None
+        while not self.halt.is_set() and time.monotonic() < deadline:  # closing: give up
+            if ray.wait([ref], timeout=server.poll_s)[0]:
+                try:
+                    node = ray.get(ref)
+                except Exception:  # its node went too
+                    pass
+                break
+        if node is None:
             try:
                 ray.kill(actor, no_restart=True)
             except Exception:
