@@ -134,3 +134,21 @@ def test_a_failing_f_is_not_redispatched():
     record = server.record()
     assert record.counts()["failed"] > 0 and record.redispatched.sum() == 0 and record.lost_tasks == 0
     assert sum(f.exception() is not None for f in futures) == record.counts()["failed"]
+
+
+def test_ray_server_checks_its_arguments_before_starting_ray():
+    good = dict(f=linear, num_replicas=2, scheme=serving.NoRedundancy())
+    for bad, name in (
+        ({"actor_options": [{}]}, "actor_options"),
+        ({"actor_options": "node0"}, "actor_options"),
+        ({"address": 6379}, "address"),
+        ({"num_cpus": 0}, "num_cpus"),
+        ({"replace_options": [{}]}, "replace_options"),
+        ({"ready_timeout": 0}, "ready_timeout"),
+        ({"poll_s": -1.0}, "poll_s"),
+    ):
+        with pytest.raises(ValueError, match=name):
+            serving.RayServer(**good, **bad)
+    server = serving.RayServer(**good, actor_options={"num_cpus": 0})
+    assert server.actor_options == [{"num_cpus": 0}] * 2 and server.nodes is None
+    assert "RayServer(2 replicas" in repr(server)
