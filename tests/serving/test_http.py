@@ -292,3 +292,40 @@ def test_the_package_and_the_cli_do_not_import_the_http_stack():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.timeout(60)
+def test_bench_serve_reports_every_request_of_an_open_loop_run():
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from codedcomputing.cli import app as cli
+
+    port = free_port()
+    config = uvicorn.Config(app_for(replicas=2), host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+            time.sleep(0.02)
+        options = "--rate 200 --duration 0.5 --inputs-from random --input-shape 2,3 --batch 2".split()
+        result = CliRunner().invoke(cli, ["bench-serve", f"http://127.0.0.1:{port}", *options])
+        metrics = httpx_get(f"http://127.0.0.1:{port}/metrics")
+    finally:
+        server.should_exit = True
+        thread.join(20)
+    assert result.exit_code == 0, result.output
+    sent = int(result.output.split(" requests")[0])
+    assert f"answered {sent}; errors: none" in " ".join(result.output.split())
+    assert "p99.9" in result.output and sent > 50
+    assert f'coded_http_responses_total{{code="200"}} {sent}' in metrics
+    assert f'coded_queries_total{{outcome="own"}} {2 * sent}' in metrics
+
+
+def httpx_get(url: str) -> str:
+    import httpx
+
+    return httpx.get(url, timeout=10).text
