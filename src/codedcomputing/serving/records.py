@@ -50,10 +50,11 @@ class ServingRecord:
     ``failed_tasks``, ``master_s`` (the frontend's CPU seconds: ``"frontend"``, ``"encode"``,
     ``"decode"``), ``errors`` (scheme errors the frontend caught), ``redispatched`` (per query:
     how many times its task was re-dispatched after its replica was lost; ``tasks["lost"]``
-    marks the tasks lost, ``started`` NaN for those queued behind the loss), ``lost_tasks``
-    (tasks lost with their replica), ``lost_replicas`` (the replicas lost, in the order seen)
-    and ``replaced`` (the lost replicas a new one replaced, in order); times are in the
-    server's clock units.
+    marks the tasks lost, ``started`` NaN for those queued behind the loss, ``service`` the
+    time until the loss was seen for the one in flight: counted in ``work_s``, not in
+    ``busy_s`` nor ``served``), ``lost_tasks`` (tasks lost with their replica),
+    ``lost_replicas`` (the replicas lost, in the order seen) and ``replaced`` (the lost
+    replicas a new one replaced, in order); times are in the server's clock units.
     ``load_trace`` (runs with ``trace_load=True``): every change of a replica's load, arrays
     ``time``, ``replica`` and ``load`` (the load from that time on), in time order.
     """

@@ -516,9 +516,10 @@ class _LiveRun(_Run):
                     self.dead.add(replica)
                     self.lost_replicas.append((replica, self.now))
             self.t_state[task] = _DONE
-            self.t_service[task] = busy
-            self.busy[replica] += busy
-            self.served[replica] += 1
+            self.t_service[task] = busy  # a lost task: the time until its loss was seen
+            if not lost:  # a lost replica's busy time and tasks served end with what it returned
+                self.busy[replica] += busy
+                self.served[replica] += 1
             self._load(replica, -1)
             if why is None and (
                 self.output_shape is None or output.shape == self.output_shape or self.t_fn[task]
