@@ -34,9 +34,10 @@ Contract (clients and tests rely on it):
   for the requests in flight (their queries are answered), then the lifespan closes the server
   (:meth:`~codedcomputing.serving.ThreadServer.close`), and the process exits 0.
 
-Speed-ups used when installed (``pip install orjson httptools``; the contract is the same
-without them): orjson parses the request bodies (a malformed body is parsed again by the
-standard library, whose message names the problem), and uvicorn then picks httptools over h11.
+Speed-ups used when installed (``pip install orjson httptools uvloop``; the contract is the same
+without them): orjson parses the request bodies and writes the answers (a malformed body is
+parsed again by the standard library, whose message names the problem); uvicorn then picks
+httptools over h11 and uvloop over asyncio's event loop (``docs/serving.rst``: measured).
 
 Why Starlette and uvicorn: an app is a list of routes of plain async handlers with one lifespan
 function, and the server is a separate, widely used and well kept program (the stack under
