@@ -241,12 +241,13 @@ def free_port() -> int:
 
 @pytest.mark.slow
 @pytest.mark.timeout(60)
-def test_coded_serve_drains_in_flight_queries_on_sigterm_and_exits_0():
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_coded_serve_drains_in_flight_queries_on_a_signal_and_exits_0(sig):
     import httpx
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    serve = "serve --model identity --input-shape 4 --replicas 2 --service-ms 400 --port".split()
+    serve = "serve --model identity --input-shape 4 --replicas 2 --service-ms 1000 --port".split()
     command = [sys.executable, "-c", "from codedcomputing.cli import app; app()", *serve, str(port)]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -267,11 +268,17 @@ def test_coded_serve_drains_in_flight_queries_on_sigterm_and_exits_0():
             return httpx.post(f"{url}/predict", json={"inputs": [x.tolist()]}, timeout=20)
 
         with ThreadPoolExecutor(6) as pool:
-            futures = [pool.submit(post, x) for x in xs]  # 400 ms each on 2 replicas: over a second
-            while "coded_queries_in_flight 6" not in httpx.get(f"{url}/metrics", timeout=5).text:
+            futures = [pool.submit(post, x) for x in xs]  # 1 s each on 2 replicas: 3 s in all
+            while True:  # all six reached the server, and some are still in flight
+                metrics = httpx.get(f"{url}/metrics", timeout=5).text
+                in_flight = int(metrics.split("\ncoded_queries_in_flight ")[1].split()[0])
+                answered = metrics.split('coded_queries_total{outcome="own"} ')[1].split()[0]
+                if in_flight + int(answered) == 6:
+                    break
                 assert time.monotonic() < deadline + 10, "the six queries did not reach the server"
                 time.sleep(0.02)
-            process.send_signal(signal.SIGTERM)
+            assert in_flight > 0, "the queries were answered before the signal: a busy machine?"
+            process.send_signal(sig)
             responses = [future.result() for future in futures]
         assert process.wait(timeout=20) == 0
     finally:
@@ -329,3 +336,43 @@ def httpx_get(url: str) -> str:
     import httpx
 
     return httpx.get(url, timeout=10).text
+
+
+def test_coded_serve_refuses_bad_options_before_serving():
+    from typer.testing import CliRunner
+
+    from codedcomputing.cli import app as cli
+
+    for options, word in (
+        (["--backend", "ray"], "thread backend"),
+        (["--scheme", "bogus"], "none, replication"),
+        (["--scheme", "parm", "--model", "identity"], "parm needs"),
+        (["--scheme", "coded", "--code", "lcc"], "bacc or gcc"),
+        (["--scheme", "replication", "--copies", "3", "--replicas", "2"], "copies"),
+        (["--model", "no/such/model.pt"], "torch.save"),
+        (["--model", "identity", "--input-shape", "2,x"], "positive ints"),
+        (["--stragglers", "0.1"], "--service-ms"),
+    ):
+        result = CliRunner().invoke(cli, ["serve", *options])
+        assert result.exit_code == 2, (options, result.output)
+        assert word in " ".join(result.output.split()), (options, result.output)
+
+
+def test_a_torch_module_saved_whole_is_served_as_a_numpy_function(tmp_path):
+    torch = pytest.importorskip("torch")
+    from codedcomputing.cli import _serving_model
+
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(6, 3))
+    torch.save(module, tmp_path / "model.pt")
+    f_saved, shape = _serving_model(str(tmp_path / "model.pt"), SHAPE)
+    x = np.random.default_rng(5).normal(size=(4, *SHAPE)).astype(np.float32)
+    with torch.no_grad():
+        expected = module(torch.as_tensor(x)).numpy()
+    assert shape == SHAPE
+    np.testing.assert_allclose(f_saved(x), expected, rtol=1e-6)
+    torch.save({"not": "a module"}, tmp_path / "dict.pt")
+    import typer
+
+    with pytest.raises(typer.BadParameter, match="not a torch module"):
+        _serving_model(str(tmp_path / "dict.pt"), SHAPE)
