@@ -19,6 +19,7 @@ import pytest
 
 import codedcomputing as cc
 from codedcomputing import serving
+from codedcomputing.serving.server import _RUNNING as RUNNING
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -179,7 +180,17 @@ def test_a_node_lost_mid_stream_loses_no_query(cluster, scheme):
     server.start(last_query=149)
 
     def remove():
-        time.sleep(0.8)
+        # once a query's task runs on a doomed replica (so one is in flight when the node goes;
+        # a fixed time could fall between tasks), at the latest after 20 s
+        time.sleep(0.5)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            run = server._run  # the live run's task table (internal: the test needs its timing)
+            with run.lock:
+                states = list(zip(run.t_state, run.t_replica, run.t_query, strict=False))
+            if any(state == RUNNING and replica < 2 and query >= 0 for state, replica, query in states):
+                break
+            time.sleep(0.002)
         cluster.remove_node(doomed, allow_graceful=False)
 
     remover = threading.Thread(target=remove, daemon=True)
