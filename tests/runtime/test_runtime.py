@@ -923,6 +923,9 @@ def test_executor_lcc_below_threshold_by_deadline():
         )
     err = info.value
     assert err.needed == 7 and err.report.timed_out
+    # the message names the deadline, what arrived and what lets a decode through below it
+    assert "deadline of 1 s expired with 5 usable results in, 7 needed" in str(err)
+    assert "best_effort=True" in str(err)
     assert sorted(err.report.alive.tolist()) == [0, 1, 2, 3, 4]
     assert err.results.shape == (5, 3)
     assert_report(err.report, 10)

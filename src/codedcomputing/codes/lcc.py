@@ -9,6 +9,7 @@ from scipy.interpolate import BarycentricInterpolator
 
 from .. import _arraylib
 from .._validation import check_count, check_flag
+from ..errors import InsufficientResultsError
 from .base import Code, read_only
 
 __all__ = ["LCC", "lagrange_matrix"]
@@ -113,6 +114,17 @@ class LCC(Code):
     def min_results(self) -> int:
         """The recovery threshold; 1 with ``best_effort``."""
         return 1 if self.best_effort else self.recovery_threshold
+
+    def _require(self, alive, needed):
+        try:
+            super()._require(alive, needed)
+        except InsufficientResultsError as err:  # say what lets a decode through below it
+            err.args = (
+                f"{err.args[0]} (the recovery threshold: LCC(..., best_effort=True) decodes an "
+                "inexact estimate from fewer)",
+                *err.args[1:],
+            )
+            raise
 
     def complete(self, alive) -> bool:
         """True once ``alive`` reaches the recovery threshold: decoding is then exact."""

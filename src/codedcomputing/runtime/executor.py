@@ -187,7 +187,7 @@ class CodedExecutor:
             gathered = self._attacked(code, gathered)
         start = time.perf_counter()
         try:
-            decoded = self._decode(code, gathered)
+            decoded = self._decode(code, gathered, deadline)
         except (InsufficientResultsError, MissingResultsError) as err:
             err.report = _report(gathered, encode_s, time.perf_counter() - start)
             err.results = gathered.results
@@ -296,7 +296,7 @@ class CodedExecutor:
         if missing.any():
             decode_start = time.perf_counter()
             try:
-                decoded = self._decode(code, gathered)
+                decoded = self._decode(code, gathered, tau)
             except (InsufficientResultsError, MissingResultsError) as err:
                 error = err
             decode_s = time.perf_counter() - decode_start
@@ -322,8 +322,9 @@ class CodedExecutor:
                     on_answer(k, estimates[k], bool(exact[k]), float(decoded_s))
         return Answers(estimates, answered, exact, answered_s, answered_by, report, error)
 
-    def _decode(self, code, gathered: Gathered) -> Decoded:
-        """The code's decode of ``gathered``; its error says why the workers failed."""
+    def _decode(self, code, gathered: Gathered, deadline=None) -> Decoded:
+        """The code's decode of ``gathered``; its error says why the workers failed and, when
+        the ``deadline`` (seconds) ended the wait, names it and what to change."""
         try:
             if gathered.results is None:
                 raise InsufficientResultsError(
@@ -337,6 +338,13 @@ class CodedExecutor:
             summary = gathered.workers.failure_summary()
             if summary:  # say why the workers failed, not only that they did
                 err.args = (f"{err.args[0]}; {summary}", *err.args[1:])
+            if gathered.timed_out and deadline is not None:
+                err.args = (
+                    f"{err.args[0]}; the deadline of {deadline:g} s expired with "
+                    f"{len(gathered.alive)} usable results in, {code.min_results} needed: give a longer "
+                    "deadline (or a code that needs fewer results)",
+                    *err.args[1:],
+                )
             raise
 
     @staticmethod
