@@ -10,7 +10,7 @@ results: its ``promised_case``, which the suite checks. ``codedcomputing.testing
 runs every check the shipped codes pass; then the new code is compared with GCC and BACC.
 The claim checked: the suite passes (it raises AssertionError naming the failed check).
 
-    python examples/custom_code.py [--quick]
+    .venv/bin/python examples/custom_code.py [--quick]
 """
 
 from __future__ import annotations

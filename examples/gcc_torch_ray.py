@@ -10,7 +10,7 @@ loses the images whose worker misses it; GCC decodes all K from the fastest N - 
 The claim checked: GCC's estimates are finite, and it gets fewer images wrong (argmax unlike
 the network run directly) than uncoded loses.
 
-    python examples/gcc_torch_ray.py [--quick] [--address auto]
+    .venv/bin/python examples/gcc_torch_ray.py [--quick] [--address auto]
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ GCC sends N coded images and decodes all K from the fastest N - S.
 The claim checked: GCC's estimates are finite, and it gets fewer images wrong (argmax unlike
 the network run directly) than uncoded loses.
 
-    python examples/gcc_torch_threads.py [--quick]
+    .venv/bin/python examples/gcc_torch_threads.py [--quick]
 """
 
 from __future__ import annotations

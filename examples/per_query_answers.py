@@ -10,7 +10,7 @@ systematic code on a ThreadCluster, its answers delivered through ``on_answer`` 
 arrive. The claims checked: every answer from an input's own worker is f(x_k) bit for bit,
 and the systematic code's median per-query latency is below the non-systematic one's.
 
-    python examples/per_query_answers.py [--quick]
+    .venv/bin/python examples/per_query_answers.py [--quick]
 """
 
 from __future__ import annotations

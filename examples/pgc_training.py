@@ -12,7 +12,7 @@ standing in for a larger model, so that 12 threads do not contend for the CPUs) 
 worker sleeps a delay of mean 2 ms. The target is DGD's loss at step 30.
 The claim checked: PGC-CR reaches the target in less time than GC-CR on each clock.
 
-    python examples/pgc_training.py [--quick] [--threads]
+    .venv/bin/python examples/pgc_training.py [--quick] [--threads]
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ clips the results to [-M, M] and fits with Tukey's loss from a block-median star
 searching for the liars.
 The claim checked: RobustGCC's mean MSE is below a tenth of plain GCC's.
 
-    python examples/robust_decode_adversaries.py [--quick]
+    .venv/bin/python examples/robust_decode_adversaries.py [--quick]
 """
 
 from __future__ import annotations

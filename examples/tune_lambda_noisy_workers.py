@@ -10,7 +10,7 @@ same noisy ``f``: that noise adds one constant to every pair's MSE and does not 
 minimiser in expectation. All three are scored on held-out batches against the noiseless f.
 The claim checked: both the tuned and the GCV code beat the default's held-out MSE.
 
-    python examples/tune_lambda_noisy_workers.py [--quick]
+    .venv/bin/python examples/tune_lambda_noisy_workers.py [--quick]
 """
 
 from __future__ import annotations

@@ -228,7 +228,7 @@ def train(
 ) -> list[Step]:
     """Run ``scheme`` (one of :data:`~codedcomputing.gradient_coding.SCHEMES`) for ``steps``
     steps on ``cluster``, one worker per partition of ``problem``, each worker sleeping a
-    delay from ``delays`` (seeded by ``seed``) after its compute; return the steps (step 0,
+    delay from ``delays`` (seeded by ``seed``) after its compute; return ``steps + 1`` entries (step 0,
     the start, first), with real seconds.
 
     ``faults``: injected worker faults (``None``, ``{worker: kind}`` or a
