@@ -59,6 +59,72 @@ class Report(PerWorker):
         """The master's own work: ``encode_s + decode_s``."""
         return self.encode_s + self.decode_s
 
+    def summary(self) -> str:
+        """A few lines a person reads: who returned, who failed and why, who was not waited
+        for, the time split; ``str(report)`` gives it. The arrays stay on the attributes."""
+        n = self.latency.size
+        taken = self.latency[self.alive] if self.alive.size else np.empty(0)
+        lines = [
+            f"{self.alive.size} of {n} workers' results used"
+            + (", the deadline ended the wait" if self.timed_out else ""),
+            f"time: encode {_ms(self.encode_s)}, wait {_ms(self.wait_s)}, decode {_ms(self.decode_s)}, "
+            f"total {_ms(self.total_s)}",
+        ]
+        if taken.size:
+            lines.append(
+                f"used workers' latency: median {_ms(float(np.median(taken)))}, "
+                f"slowest {_ms(float(np.max(taken)))}"
+            )
+        if self.dropped.size:
+            lines.append(f"not waited for: {_workers(self.dropped.size)} {_few(self.dropped.tolist())}")
+        if self.failed:
+            lines.append(f"failed: {_workers(len(self.failed))} {_few(sorted(self.failed))}")
+            lines.append(f"  {self.workers.failure_summary()}")
+        if self.faults:
+            lines.append(f"faults injected: {_few(sorted(self.faults.items()))}")
+        if self.decoded is not None:
+            exact = np.asarray(self.decoded.info.get("exact", ()), dtype=bool)
+            chose = [
+                f"{key}={value:.3g}" if isinstance(value, float) else f"{key}={value}"
+                for key, value in self.decoded.info.items()
+                if key != "exact" and isinstance(value, int | float | str | np.number)
+            ]
+            lines.append(
+                f"decode: {int(exact.sum())} of {exact.size} estimates exact" + "; ".join(["", *chose])
+            )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        return (
+            f"Report(used={self.alive.size}/{self.latency.size}, total_s={self.total_s:.4g}, "
+            f"failed={len(self.failed)}, dropped={self.dropped.size}, timed_out={self.timed_out})"
+        )
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds:.3g} s" if seconds >= 1 else f"{seconds * 1e3:.3g} ms"
+
+
+def _describe(array) -> str:
+    """``<numpy float64 (10, 3)>``: an array's kind, dtype and shape, not its values."""
+    if array is None:
+        return "None"
+    kind = "torch" if _arraylib.is_torch(array) else type(array).__module__.split(".")[0]
+    return f"<{kind} {str(array.dtype).removeprefix('torch.')} {tuple(array.shape)}>"
+
+
+def _workers(count: int) -> str:
+    return f"{count} worker" + ("" if count == 1 else "s")
+
+
+def _few(items: list, shown: int = 8) -> str:
+    """``items`` in brackets, at most ``shown`` of them, then how many more."""
+    more = f", ... {len(items) - shown} more" if len(items) > shown else ""
+    return f"[{', '.join(map(str, items[:shown]))}{more}]"
+
 
 @dataclass(eq=False)
 class Result:
@@ -67,6 +133,10 @@ class Result:
     estimates: object
     alive: np.ndarray
     report: Report
+
+    def __repr__(self) -> str:
+        estimates, alive = _describe(self.estimates), _workers(self.alive.size)
+        return f"Result(estimates={estimates}, alive={alive}, report={self.report!r})"
 
 
 @dataclass(eq=False)
@@ -104,6 +174,13 @@ class Answers:
     answered_by: np.ndarray
     report: Report
     error: Exception | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"Answers(estimates={_describe(self.estimates)}, answered={int(self.answered.sum())}"
+            f"/{self.answered.size}, exact={int(self.exact.sum())}, report={self.report!r}, "
+            f"error={self.error!r})"
+        )
 
     @property
     def decoded(self) -> np.ndarray:
