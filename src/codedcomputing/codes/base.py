@@ -200,7 +200,9 @@ class Code(ABC):
     min_results : int
         The fewest usable results :meth:`decode` accepts.
     linear : bool
-        Whether decoding is linear in ``Y`` for a fixed alive set (GCC with GCV is not).
+        Whether decoding is linear in ``Y`` for a fixed alive set: a fixed map of the results.
+        GCC's default decoders are not (their blend weights are fitted to the results), nor
+        is GCC with ``lambda_dec="gcv"``, ``RobustGCC`` or ApproxIFER.
     systematic_inputs : ndarray of int, shape (N,)
         The input whose raw ``x_k`` worker n computes (its result *is* ``f(x_k)``), or -1
         for a coded (parity) worker. All -1 for non-systematic codes; uncoded and

@@ -13,6 +13,11 @@
 - :mod:`~codedcomputing.spline.gcv`: generalised cross-validation (:func:`gcv_score`,
   :func:`gcv_lambda`), with the influence matrix's diagonal in ``O(n)``
   (:func:`influence_complement`);
+- :mod:`~codedcomputing.spline.adaptive` and :mod:`~codedcomputing.spline.gaps`: GCC's
+  data-adaptive decoders: :class:`~.adaptive.AdaptiveInterpolant` blends the
+  piecewise-linear and the natural cubic interpolant by leave-one-out, and
+  :class:`~.gaps.GapAwareInterpolant` (GCC's default) re-estimates the points that fall in
+  gaps of the returned design;
 - :mod:`~codedcomputing.spline.berrut` and :mod:`~codedcomputing.spline.cauchy`: Berrut's
   rational interpolant (BACC's encoder and decoder) as a matrix (:func:`berrut_matrix`) or
   as a map in linear time (:class:`BerrutMap`), through fast 1-D Cauchy sums
