@@ -24,13 +24,13 @@ is ``1 / (d_fwd + d_bwd - diag R)``; its off-diagonals follow from the factor).
 
 Results up to :data:`SKETCH_COLUMNS` wide: a solve at every knot, ``O(n d)`` with nothing
 to build (a serving master sees a new alive set at nearly every decode). Wider results are
-sketched first; then few knots (at most :data:`DENSE_LOO_KNOTS`) take both residuals as one
-dense product, built once per set of knots. Many more knots than points (more than twice
-``count = max(LOO_KNOTS, len(points))`` interior ones): theta's two sums are estimated on
-a weighted sample of the interior knots, fixed per set of knots (:func:`_sampled_rows`):
-the knots beside the widest brackets (gaps, whose residuals dominate) and ``count`` more
-in blocks of :data:`LOO_BLOCK` spread evenly. Their
-residuals come from rows of ``K``: with ``R = L D L^T`` (``L`` unit lower bidiagonal,
+sketched first and solved the same way (on a device, few knots, at most
+:data:`DENSE_LOO_KNOTS`, take both residuals as one dense product). Many more knots than
+points (more than twice ``count = max(LOO_KNOTS, len(points))`` interior ones): theta's two
+sums are estimated on a weighted sample of the interior knots, fixed per set of knots
+(:func:`_sampled_rows`): the knots beside the widest brackets (gaps, whose residuals
+dominate) and ``count`` more in blocks of :data:`LOO_BLOCK` spread evenly. Their residuals
+come from rows of ``K``: with ``R = L D L^T`` (``L`` unit lower bidiagonal,
 subdiagonal ``l``), ``Z = R^{-1}`` has ``Z[i, c] = Z[c, c] prod_{k=i}^{c-1} (-l_k)`` above
 its diagonal, so a row's weights decay geometrically away from ``t_j`` and are cut where
 they fall below :data:`~codedcomputing.spline.maps.TRUNCATION` of the row's largest (~25
@@ -68,7 +68,7 @@ __all__ = ["AdaptiveInterpolant", "blend_weight", "cubic_loo_residuals", "linear
 # reaches ~25 knots each side: a block's rows share the results they read).
 LOO_KNOTS = 256
 LOO_BLOCK = 64
-# Up to this many knots, theta's residuals are one dense product from a decoder's second call on.
+# Up to this many knots, theta's residuals on a device are one dense product (the host solves).
 DENSE_LOO_KNOTS = 64
 # A bracket this many times wider than its neighbours' median is a gap: its knots are always sampled.
 WIDE_BRACKET = 3.0
@@ -582,15 +582,16 @@ class AdaptiveInterpolant:
         theta, bit for bit, at every call: results up to :data:`SKETCH_COLUMNS` wide, a solve
         at every knot (``O(n d)``, nothing to build, as a decoder used once wants; the
         sample's residuals picked from it where there is one); wider (sketched) results, the
-        :attr:`residual_rows` where there are any (few knots: one dense product; a sample of
-        many: the sketch reads only the knots its rows touch), built once."""
+        sample's :attr:`residual_rows` where there is one (the sketch reads only the knots its
+        rows touch), built once, else the same solve on the sketch."""
         if self.cubic_loo is None:  # through 2 or 3 knots, leaving one out leaves a line
             return 1.0, None
         if not _arraylib.on_host(y):  # a tensor on a device: three numbers cross, not the results
             return theta_from_terms(self.theta_terms(y).tolist()), None
         flat = y.reshape(y.shape[0], -1)
         # by width alone, so that a decoder gives the same theta, bit for bit, at every call
-        by_rows = (self._dense or self._sample is not None) and flat.shape[1] > SKETCH_COLUMNS
+        # (few knots: the solve at every knot; the dense rows cost a decoder used once ~20x more)
+        by_rows = self._sample is not None and flat.shape[1] > SKETCH_COLUMNS
         rows = self.loo_rows if by_rows else self.order
         if rows is not None:
             flat = _arraylib.take_rows(flat, rows)
@@ -599,7 +600,7 @@ class AdaptiveInterpolant:
         else:
             values = _arraylib.to_float64(flat)
         scale = float(np.max(np.abs(values), initial=0.0))
-        shareable = (self._dense or not by_rows) and 1e-100 < scale < 1e100
+        shareable = not by_rows and 1e-100 < scale < 1e100
         exact = shareable and isinstance(y, np.ndarray) and flat.shape[1] <= SKETCH_COLUMNS
         if not 1e-150 < scale < 1e150:  # theta is scale-free; 1e300 results overflow the solve
             if not 0.0 < scale < np.inf:
@@ -608,7 +609,7 @@ class AdaptiveInterpolant:
         if by_rows:
             both = np.asarray(self._residual_rows.matrix @ values)
             theta = _theta(both[: both.shape[0] // 2], both[both.shape[0] // 2 :])
-            return theta, ((values, None) if self._dense and shareable else None)
+            return theta, None
         w, complement = self.linear_loo_weights  # linear_loo_residuals, its weights kept
         r_linear = values[1:-1] - (w * values[:-2] + complement * values[2:])
         r_cubic, curvatures = self.cubic_loo.residuals_and_curvatures(values)
