@@ -17,19 +17,50 @@ Sections:
    (and 5 random parity workers), against ``GCC(50, 75)`` decoding all 50 from the same
    number of results; widths 10 and 1000.
 
+``--baseline REV`` also decodes with the default decoder of the package as it was at git
+revision ``REV`` (extracted to a temporary folder and imported beside the current one under
+another name; same draws, interleaved), and prints the paired ratio now / then per row and
+the largest relative difference of the two estimates at widths up to 32: a before/after in
+one run, whatever the machine's load.
+
 One BLAS thread (threadpoolctl). Run:
-``python benchmarks/bench_master_gcc.py [--quick] [--only decode systematic] [--sizes 50 100]``.
+``python benchmarks/bench_master_gcc.py [--quick] [--only decode systematic] [--sizes 50 100]
+[--widths 1 10 1000] [--baseline REV]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 import codedcomputing as cc
+
+
+def load_baseline(rev: str, folder: str):
+    """The package as it was at git revision ``rev``, extracted under ``folder`` and imported as
+    ``_codedcomputing_at_<rev>`` (its imports are relative, so it runs beside the current one)."""
+    root = Path(__file__).resolve().parents[1]
+    archive = Path(folder) / "source.tar"
+    with archive.open("wb") as handle:
+        subprocess.run(["git", "archive", rev, "src/codedcomputing"], cwd=root, check=True, stdout=handle)
+    with tarfile.open(archive) as tar:
+        tar.extractall(folder, filter="data")
+    name = f"_codedcomputing_at_{rev}".replace("-", "_").replace("~", "_").replace("^", "_")
+    (Path(folder) / "src" / "codedcomputing").rename(Path(folder) / "src" / name)
+    sys.path.insert(0, str(Path(folder) / "src"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.pop(0)
 
 
 def interleaved(fns: dict, repeats: int, setup) -> dict[str, np.ndarray]:
@@ -67,7 +98,9 @@ def sizes_for(n: int) -> int:
     return n // 5 if n <= 500 else n // 10
 
 
-def decode_row(n: int, width: int, pattern: str, repeats: int, rng) -> dict:
+def decode_row(n: int, width: int, pattern: str, repeats: int, rng, baseline=None) -> tuple[dict, float]:
+    """Per-code seconds at every repeat, and the largest relative difference between the
+    default decoder's estimates and the baseline's (nan without one)."""
     k = sizes_for(n)
     codes = {
         "spline": cc.GCC(k, n, decoding="spline"),
@@ -76,20 +109,32 @@ def decode_row(n: int, width: int, pattern: str, repeats: int, rng) -> dict:
     }
     if n <= 2000:
         codes["bacc"] = cc.BACC(k, n)
+    if baseline is not None:
+        codes["then"] = baseline.GCC(k, n)
     draw = cc.stragglers.random if pattern == "random" else cc.stragglers.contiguous
+    cases = []
 
     def setup(_):
         alive = draw(n, n // 5, rng)
-        return alive, rng.normal(size=(alive.size, width))
+        cases.append((alive, rng.normal(size=(alive.size, width))))
+        return cases[-1]
 
-    return interleaved({name: fresh(code) for name, code in codes.items()}, repeats, setup)
+    times = interleaved({name: fresh(code) for name, code in codes.items()}, repeats, setup)
+    difference = float("nan")
+    if baseline is not None:  # the same estimates? (after the timing: a decoder is cached here)
+        difference = 0.0
+        for alive, y in cases[:5]:
+            now, then = codes["default"].decode(y, alive), codes["then"].decode(y, alive)
+            difference = max(difference, float(np.max(np.abs(now - then)) / np.max(np.abs(then))))
+    return times, difference
 
 
-def decode_cost(sizes, widths, repeats, quick, rng):
+def decode_cost(sizes, widths, repeats, quick, rng, baseline=None):
     print("\n1. decode on a new alive set a call (build + apply), float64, one BLAS thread (median ms)")
+    then = f" | {'now/then [95% CI]':>20} {'rel. diff':>9}" if baseline is not None else ""
     print(
         f"{'N':>6} {'K':>5} {'width':>5} {'pattern':>10} | {'spline':>8} {'adaptive':>8} {'default':>8} "
-        f"{'BACC':>8} | {'default/spline [95% CI]':>24} | {'default/BACC':>12}"
+        f"{'BACC':>8} | {'default/spline [95% CI]':>24} | {'default/BACC [95% CI]':>22}{then}"
     )
     worst = {}
     for n in sizes:
@@ -98,19 +143,23 @@ def decode_cost(sizes, widths, repeats, quick, rng):
                 continue
             for pattern in ("random", "contiguous"):
                 reps = repeats if n <= 2000 else max(5, repeats // 3)
-                t = decode_row(n, width, pattern, reps, rng)
+                t, difference = decode_row(n, width, pattern, reps, rng, baseline)
                 ratio, low, high = bootstrap_median(t["default"] / t["spline"], rng)
                 worst[(n, width, pattern)] = ratio
                 bacc = np.median(t["bacc"]) if "bacc" in t else float("nan")
-                vs_bacc = (
-                    f"{bootstrap_median(t['default'] / t['bacc'], rng)[0]:12.2f}" if n <= 100 else " " * 12
-                )
-                print(
+                vs_bacc = " " * 22
+                if n <= 100:
+                    b_ratio, b_low, b_high = bootstrap_median(t["default"] / t["bacc"], rng)
+                    vs_bacc = f"{b_ratio:6.2f} [{b_low:5.2f}, {b_high:5.2f}]{'':>6}"
+                line = (
                     f"{n:>6} {sizes_for(n):>5} {width:>5} {pattern:>10} | "
                     + " ".join(f"{np.median(t[c]) * 1e3:8.3f}" for c in ("spline", "adaptive", "default"))
-                    + f" {bacc * 1e3:8.3f} | {ratio:6.2f} [{low:5.2f}, {high:5.2f}]{'':>8} | {vs_bacc}",
-                    flush=True,
+                    + f" {bacc * 1e3:8.3f} | {ratio:6.2f} [{low:5.2f}, {high:5.2f}]{'':>8} | {vs_bacc}"
                 )
+                if baseline is not None:
+                    now, n_low, n_high = bootstrap_median(t["default"] / t["then"], rng)
+                    line += f" | {now:5.2f} [{n_low:5.2f}, {n_high:5.2f}]{'':>2} {difference:9.1e}"
+                print(line, flush=True)
     key = max(worst, key=worst.get)
     print(f"worst default/spline: {worst[key]:.2f} at N = {key[0]}, width {key[1]}, {key[2]} (goal <= 3)")
 
@@ -147,12 +196,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sizes", type=int, nargs="+", default=[50, 100, 500, 2000, 8000, 16000], help="N")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=SECTIONS, help="sections to run")
+    parser.add_argument("--widths", type=int, nargs="+", default=[1, 10, 1000], help="decode widths")
+    parser.add_argument("--repeats", type=int, help="decode repeats (default 45, 15 with --quick)")
+    parser.add_argument("--baseline", metavar="REV", help="also time the default decoder at git revision REV")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
-    repeats = 15 if args.quick else 45
-    with threadpool_limits(1, user_api="blas"):
+    repeats = args.repeats or (15 if args.quick else 45)
+    with tempfile.TemporaryDirectory() as folder, threadpool_limits(1, user_api="blas"):
+        baseline = load_baseline(args.baseline, folder) if args.baseline else None
         if "decode" in args.only:
-            decode_cost(args.sizes, [1, 10, 1000], repeats, args.quick, rng)
+            decode_cost(args.sizes, args.widths, repeats, args.quick, rng, baseline)
         if "systematic" in args.only:
             systematic_cost([10, 1000], 3 * repeats, rng)
 
