@@ -92,6 +92,7 @@ class CauchySum:
         lo = min(self.sources.min(initial=np.inf), self.targets.min(initial=np.inf))
         hi = max(self.sources.max(initial=-np.inf), self.targets.max(initial=-np.inf))
         self._lo, self._width = lo, (hi - lo if hi > lo else 1.0)
+        self.source_order = self.target_order = None  # None: already sorted (see sorted_sums)
         levels, fast_cost = self._plan()
         if dense is None:
             dense = levels < 2 or fast_cost >= n * m
@@ -151,55 +152,98 @@ class CauchySum:
 
     def _build_tree(self, levels: int) -> None:
         p, boxes = self.order, 2**levels
-        n, m = self.sources.size, self.targets.size
         leaf_width = self._width / boxes
         source_box, target_box = self._box(self.sources, levels), self._box(self.targets, levels)
-        by_box = np.argsort(source_box, kind="stable")
-        starts = np.searchsorted(source_box[by_box], np.arange(boxes + 1))
-        in_box = [by_box[starts[b] : starts[b + 1]] for b in range(boxes)]
-        targets_by_box = np.argsort(target_box, kind="stable")
-        target_starts = np.searchsorted(target_box[targets_by_box], np.arange(boxes + 1))
-        targets_in = [targets_by_box[target_starts[b] : target_starts[b + 1]] for b in range(boxes)]
-        # near field: each leaf's targets against the sources of the leaf and the two beside it
-        near_sources = [by_box[starts[max(b - 1, 0)] : starts[min(b + 2, boxes)]] for b in range(boxes)]
-
-        def kernel(rows, cols):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return 1.0 / (self.targets[rows][:, :, None] - self.sources[cols][:, None, :])
-
-        self._near = _Blocks((m, n), targets_in, near_sources, kernel)  # coincident pairs: inf -> 0
         self.coincident = _equal_pairs(self.targets, self.sources)
-        # sources -> leaf charges at the Chebyshev nodes; leaf fields -> targets. Row (and
-        # column) ``node * boxes + box``, so the products come out as (p, boxes, d).
+        # sources -> leaf charges at the Chebyshev nodes; leaf fields -> targets
         centres = self._lo + (np.arange(boxes) + 0.5) * leaf_width
-        to_node = _lagrange_basis((self.sources - centres[source_box]) / (leaf_width / 2), p)
-        from_node = _lagrange_basis((self.targets - centres[target_box]) / (leaf_width / 2), p)
-        leaf_nodes = [np.arange(p) * boxes + b for b in range(boxes)]
-        self._charges = _Blocks(
-            (p * boxes, n),
-            leaf_nodes,
-            in_box,
-            lambda rows, cols: to_node[cols[:, None, :], (rows // boxes)[:, :, None]],
+        self._to_node = _lagrange_basis((self.sources - centres[source_box]) / (leaf_width / 2), p)
+        self._from_node = _lagrange_basis((self.targets - centres[target_box]) / (leaf_width / 2), p)
+        # Points in sorted order (boxes are intervals): a leaf's sources, its targets and its
+        # near field's sources (its own and its two neighbours') are slices of the sorted
+        # charges and results, so that numpy applies every block to a view, without gathers
+        order = [np.argsort(x, kind="stable") for x in (self.sources, self.targets)]
+        self.source_order, self.target_order = (None if _is_identity(o) else o for o in order)
+        source_starts, target_starts = (
+            np.searchsorted(box[o], np.arange(boxes + 1))
+            for box, o in zip((source_box, target_box), order, strict=True)
         )
-        self._fields = _Blocks(
-            (m, p * boxes),
-            targets_in,
-            leaf_nodes,
-            lambda rows, cols: from_node[rows[:, :, None], (cols // boxes)[:, None, :]],
-        )
+        sources, targets = self.sources[order[0]], self.targets[order[1]]
+        self._leaves = []
+        for b in range(boxes):
+            own = slice(source_starts[b], source_starts[b + 1])
+            rows = slice(target_starts[b], target_starts[b + 1])
+            near = slice(source_starts[max(b - 1, 0)], source_starts[min(b + 2, boxes)])
+            with np.errstate(divide="ignore"):
+                kernel = 1.0 / (targets[rows, None] - sources[None, near])
+            kernel[np.isinf(kernel)] = 0.0  # coincident pairs are left out
+            leaf = (
+                own,
+                self._to_node[order[0][own]].T.copy(),
+                rows,
+                self._from_node[order[1][rows]],
+                near,
+                kernel,
+            )
+            for array in leaf[1::2]:
+                array.flags.writeable = False
+            self._leaves.append(leaf)
+        self._blocks = None  # torch's (_torch_blocks), built at the first torch call
         # child c's nodes in its parent's coordinates: interpolation from parent to child
         nodes = _chebyshev_nodes(p)
         to_child = [_lagrange_basis((nodes + side) / 2, p) for side in (-1.0, 1.0)]
         self._down = np.concatenate(to_child, axis=0)  # (2p, p): parent field -> children's
         self._up = self._down.T.copy()  # (p, 2p): children's charges -> parent's
-        # interactions with the box `offset` boxes away, for unit boxes: 1 / (z - t)
-        self._offsets = (-3, -2, 2, 3)
-        unit = np.concatenate(
-            [1.0 / ((nodes[:, None] - nodes[None, :]) / 2 - offset) for offset in self._offsets], axis=1
-        )  # (p, 4p), for boxes of width 1; a box of width w: / w
-        self._interactions = {level: unit * (2**level / self._width) for level in range(2, levels + 1)}
-        for matrix in (self._down, self._up, *self._interactions.values()):
+
+        # Interactions between sibling pairs (a left and a right child, 2p nodes) whose parents
+        # are neighbours: the boxes 2 and 3 away (those 1 away are near). With a box of width
+        # w, 1 / (z - t) = 1 / (w ((x - y) / 2 - offset)) for nodes x, y in [-1, 1].
+        def unit(offset):
+            return 1.0 / ((nodes[:, None] - nodes[None, :]) / 2 - offset)
+
+        zero = np.zeros((p, p))
+        from_left = np.block([[unit(-2), zero], [unit(-3), unit(-2)]])  # pair j-1 -> pair j
+        from_right = np.block([[unit(2), unit(3)], [zero, unit(2)]])  # pair j+1 -> pair j
+        self._interactions = {
+            level: (from_left * (2**level / self._width), from_right * (2**level / self._width))
+            for level in range(2, levels + 1)
+        }
+        for matrix in (self._down, self._up, *(m for pair in self._interactions.values() for m in pair)):
             matrix.flags.writeable = False
+
+    def _torch_blocks(self) -> tuple:
+        """The leaves' blocks for torch (any device): in the points' given order, stacked by
+        padded shape, so that each step is a few large batched products (a GPU's way)."""
+        if self._blocks is None:
+            boxes, p = 2**self.levels, self.order
+            n, m = self.sources.size, self.targets.size
+            source_order = np.arange(n) if self.source_order is None else self.source_order
+            target_order = np.arange(m) if self.target_order is None else self.target_order
+            own, rows, near = ([leaf[i] for leaf in self._leaves] for i in (0, 2, 4))
+            targets_in = [target_order[r] for r in rows]
+
+            def kernel(rows, cols):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    return 1.0 / (self.targets[rows][:, :, None] - self.sources[cols][:, None, :])
+
+            leaf_nodes = [np.arange(p) * boxes + b for b in range(boxes)]  # row node * boxes + box
+            to_node, from_node = self._to_node, self._from_node
+            self._blocks = (
+                _Blocks(
+                    (p * boxes, n),
+                    leaf_nodes,
+                    [source_order[s] for s in own],
+                    lambda rows, cols: to_node[cols[:, None, :], (rows // boxes)[:, :, None]],
+                ),
+                _Blocks(
+                    (m, p * boxes),
+                    targets_in,
+                    leaf_nodes,
+                    lambda rows, cols: from_node[rows[:, :, None], (cols // boxes)[:, None, :]],
+                ),
+                _Blocks((m, n), targets_in, [source_order[s] for s in near], kernel),  # inf -> 0
+            )
+        return self._blocks
 
     # -- applying ------------------------------------------------------------------------
 
@@ -211,18 +255,57 @@ class CauchySum:
         shape = (self.targets.size, *tuple(charges.shape[1:]))
         flat = charges.reshape(charges.shape[0], -1)
         if _arraylib.is_torch(flat):
-            out = self._fmm(flat, _arraylib.apply_matrix)
-        else:
-            with _arraylib.one_blas_thread:
-                out = self._fmm(flat, _numpy_product)
+            return self._fmm_torch(flat).reshape(shape)
+        if self.source_order is not None:
+            flat = flat[self.source_order]
+        out = self.sorted_sums(flat)
+        if self.target_order is not None:
+            unsorted = np.empty_like(out)
+            unsorted[self.target_order] = out
+            out = unsorted
         return out.reshape(shape)
 
-    def _fmm(self, flat, product):
+    def sorted_sums(self, charges: np.ndarray) -> np.ndarray:
+        """The sums for numpy ``charges`` of shape ``(N, d)`` given at the sources in sorted
+        order (``sources[source_order]``), at the targets in sorted order: ``(M, d)``. The tree's
+        path only (``levels >= 2``)."""
+        p, levels, d = self.order, self.levels, charges.shape[1]
+        dtype = np.result_type(charges.dtype, np.float64)
+        with _arraylib.one_blas_thread:
+            # upward pass, box-major: (boxes, p, d) per level
+            moments = np.empty((2**levels, p, d), dtype=dtype)
+            for b, (own, to_node, *_) in enumerate(self._leaves):
+                np.matmul(to_node, charges[own], out=moments[b])
+            upward = [moments]
+            for _ in range(levels, 2, -1):
+                pairs = upward[-1].reshape(-1, 2 * p, d)  # a left and a right child each
+                upward.append(np.matmul(self._up, pairs))
+            # interactions and downward pass, from level 2 to the leaves, on sibling pairs
+            field = None
+            for level in range(2, levels + 1):
+                pairs = upward[levels - level].reshape(-1, 2 * p, d)
+                if field is None:
+                    here = np.zeros_like(pairs)
+                else:
+                    here = np.matmul(self._down, field)  # (boxes / 2, 2p, d)
+                from_left, from_right = self._interactions[level]
+                here[1:] += np.matmul(from_left, pairs[:-1])
+                here[:-1] += np.matmul(from_right, pairs[1:])
+                field = here.reshape(-1, p, d)
+            out = np.empty((self.targets.size, d), dtype=dtype)
+            for b, (_, _, rows, from_node, near, kernel) in enumerate(self._leaves):
+                np.matmul(kernel, charges[near], out=out[rows])
+                out[rows] += from_node @ field[b]
+        return out
+
+    def _fmm_torch(self, flat):
         p, levels = self.order, self.levels
         d = flat.shape[1]
+        to_moments, from_fields, near = self._torch_blocks()
+        product = _arraylib.apply_matrix
         extended = _Blocks.extend(flat)
         charges = [None] * (levels + 1)  # per level: (p, boxes, d)
-        charges[levels] = self._charges.product(extended)[:-1].reshape(p, 2**levels, d)
+        charges[levels] = to_moments.product(extended)[:-1].reshape(p, 2**levels, d)
         for level in range(levels, 2, -1):
             boxes = 2**level
             children = charges[level].reshape(p, boxes // 2, 2, d)
@@ -231,22 +314,18 @@ class CauchySum:
         field = None
         for level in range(2, levels + 1):
             boxes = 2**level
-            shifted = _zeros(flat, (4, p, boxes, d))
-            source = charges[level]
-            for i, offset in enumerate(self._offsets):
-                lo, hi = max(0, -offset), min(boxes, boxes - offset)  # targets with a box `offset` away
-                if abs(offset) == 3:  # only from the far child of a neighbour of the parent
-                    lo += (lo % 2) != (offset < 0)
-                    shifted[i, :, lo:hi:2] = source[:, lo + offset : hi + offset : 2]
-                else:
-                    shifted[i, :, lo:hi] = source[:, lo + offset : hi + offset]
-            here = product(self._interactions[level], shifted.reshape(4 * p, boxes, d))
+            pairs = charges[level].reshape(p, boxes // 2, 2, d)
+            pairs = _cat([pairs[:, :, 0], pairs[:, :, 1]], flat)  # (2p, boxes/2, d)
+            from_left, from_right = self._interactions[level]
+            here = _zeros(flat, (2 * p, boxes // 2, d))
+            here[:, 1:] = here[:, 1:] + product(from_left, pairs[:, :-1])
+            here[:, :-1] = here[:, :-1] + product(from_right, pairs[:, 1:])
             if field is not None:
-                down = product(self._down, field).reshape(2, p, boxes // 2, d)
-                here = here + _stack_children(down, flat)
-            field = here
-        out = self._fields.product(_Blocks.extend(field.reshape(p * 2**levels, d)))
-        return self._near.product(extended, out)[:-1]
+                here = here + product(self._down, field)
+            # (2p, boxes/2, d) -> (p, boxes, d), children in order
+            field = _stack_children(here.reshape(2, p, boxes // 2, d), flat)
+        out = from_fields.product(_Blocks.extend(field.reshape(p * 2**levels, d)))
+        return near.product(extended, out)[:-1]
 
 
 def _equal_pairs(targets: np.ndarray, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -258,6 +337,10 @@ def _equal_pairs(targets: np.ndarray, sources: np.ndarray) -> tuple[np.ndarray, 
     rows = np.repeat(np.arange(targets.size), counts)
     offsets = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
     return rows, order[np.repeat(first, counts) + offsets]
+
+
+def _is_identity(order: np.ndarray) -> bool:
+    return bool(np.array_equal(order, np.arange(order.size)))
 
 
 def _padded(size: int) -> int:
@@ -333,12 +416,6 @@ class _Blocks:
         for rows, cols, block in self.stacks:
             out[rows] += np.matmul(block, extended[cols])
         return out
-
-
-def _numpy_product(matrix, x):
-    """``matrix @ x`` over ``x``'s leading axis (numpy; the caller holds one BLAS thread)."""
-    out = matrix @ x.reshape(x.shape[0], -1)
-    return np.asarray(out).reshape(matrix.shape[0], *x.shape[1:])
 
 
 def _zeros(like, shape):
