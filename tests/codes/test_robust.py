@@ -66,7 +66,7 @@ def test_the_schedule_follows_the_published_rates():
 
 def test_without_adversaries_the_squared_decoder_is_the_clipped_smoothing_spline():
     _, _, Y = smooth_case()
-    robust = cc.RobustGCC(9, 200, num_adversaries=3, bound=M, scale=1e-3)
+    robust = cc.RobustGCC(9, 200, num_adversaries=3, bound=M, scale=1e-3, loss="squared")
     alive = np.arange(200)
     reference = cc.spline.fit(robust.beta, np.clip(Y, -M, M), robust.lambda_dec)(robust.alpha)
     np.testing.assert_allclose(robust.decode(Y, alive), reference, atol=1e-10)
@@ -409,3 +409,35 @@ def test_the_adversaries_arguments_are_named_and_zero_results_are_no_error():
         out = cc.adversaries.make_attack(name, 2, M).corrupt(code, np.zeros((0, 3)), [], rng=0)
         assert out.results.shape == (0, 3) and out.workers.size == 0
     assert cc.RobustGCC(3, 10, 1).clip(np.zeros((0, 2)), []).shape == (0, 2)
+
+
+def test_the_default_is_tukey_and_the_published_decoder_an_option():
+    code = cc.RobustGCC(9, 100, num_adversaries=5, bound=10.0)
+    assert (code.loss, code.lambda_dec) == ("tukey", 0.0)
+    published = cc.RobustGCC(9, 100, num_adversaries=5, bound=10.0, loss="squared")
+    assert published.lambda_dec == pytest.approx(cc.codes.robust.robust_lambda(5, 100))
+
+
+def test_tukeys_final_fit_is_gccs_default_decoder_on_the_kept_results():
+    """Five neighbouring liars on a rough tanh network (a gap once they are left out): the
+    decode leaves out exactly the liars and equals plain GCC's default decoder on the honest
+    results of the others, where the natural cubic interpolant through the same results (the
+    former final fit) is several times worse."""
+    rng = np.random.default_rng(27)
+    w1, w2 = rng.normal(size=(16, 32)) * 3 / 4, rng.normal(size=(32, 3)) / np.sqrt(32)
+
+    def f(x):
+        return np.tanh(x @ w1) @ w2
+
+    X = rng.normal(size=(9, 16))
+    code = cc.RobustGCC(9, 60, num_adversaries=4, bound=10.0)
+    Y, alive = f(code.encode(X)), np.arange(60)
+    attacked = cc.adversaries.Concentrated(4, 10.0).corrupt(code, Y, alive, rng=27)
+    decoded = code.decode_details(attacked.results, alive)
+    kept = np.flatnonzero(decoded.info["weights"] > 0)
+    np.testing.assert_array_equal(np.setdiff1d(alive, kept), attacked.workers)
+    reference = cc.GCC(9, 60).decode(Y[kept], kept)
+    np.testing.assert_allclose(decoded.estimates, reference, rtol=0, atol=1e-10)
+    interpolant = cc.spline.fit(code.beta[kept], Y[kept])(code.alpha)
+    truth = f(X)
+    assert cc.metrics.mse(decoded.estimates, truth) < cc.metrics.mse(interpolant, truth) / 3

@@ -94,6 +94,8 @@ def reference_reweighted(code, knots, flat):
             new = np.minimum(1.0, HUBER_C / np.maximum(ratio, 1e-300))
         else:
             new = np.maximum(1.0 - (ratio / TUKEY_C) ** 2, 0.0) ** 2
+            if weights is None and 0 < q < n:  # the q results farthest from the start are left out
+                new[np.argsort(-residual, kind="stable")[:q]] = 0.0
             rejected = np.flatnonzero(new == 0.0)
             if rejected.size > REJECT_FACTOR * q:
                 order = np.argsort(-residual[rejected], kind="stable")
@@ -108,6 +110,8 @@ def reference_reweighted(code, knots, flat):
         fitted = reference_fit(knots, flat, lam, weights, np.concatenate([knots, code.alpha]))
         estimates = fitted[n:]
         residual = np.sqrt(np.mean((flat - fitted[:n]) ** 2, axis=1))
+        if code.loss == "tukey":  # then the scale of the fit's residuals
+            spread = max(1.4826 * np.median(residual), SPREAD_FLOOR * extent, 1e-12)
     if weights is None:
         weights = np.ones(n)
         estimates = reference_fit(knots, flat, lam, weights, code.alpha)
@@ -126,6 +130,10 @@ def reference_decode(code, Y, alive):
         size = min(2 * code.num_adversaries + 1, alive.size)
         return reference_block_medians(knots, flat, size, code.alpha), None
     estimates, weights = reference_reweighted(code, knots, flat)
+    if code.loss == "tukey" and code.lambda_dec == 0:  # the final fit: GCC's default decoder
+        kept = weights > 0
+        gcc = cc.GCC(code.num_inputs, code.num_workers, alpha=code.alpha, beta=code.beta)
+        estimates = gcc.decode(flat[kept], by_point[kept])
     return estimates, weights[np.argsort(by_point, kind="stable")]
 
 

@@ -10,6 +10,7 @@ from scipy.linalg.lapack import dgbtrs, dpttrf, dpttrs
 
 from .. import _arraylib
 from .._validation import check_adversaries, check_choice, check_count, check_number, check_real_array
+from ..spline.gaps import GapAwareInterpolant
 from ..spline.reinsch import _check_points, _Smoother, _Stencil, check_knots, check_values
 from .gcc import GCC
 
@@ -94,11 +95,11 @@ class RobustGCC(GCC):
        (an end worker, with the rest returned near the other end: the results' own range
        alone would cut it); the results' own range keeps honest results of a curved ``f``
        that a trend extrapolates badly (``benchmarks/bench_robust_clip.py``);
-    2. ``loss="squared"`` (the default): the smoothing spline with ``lambda_dec`` (by
+    2. ``loss="squared"`` (the published decoder): the smoothing spline with ``lambda_dec`` (by
        default :func:`robust_lambda` of ``(q, N)``; mean convention), a linear map per alive
        set, cached and applied by banded solves or by the map (GCC's
        :class:`~codedcomputing.spline.SplineDecoder`);
-    3. ``loss="huber"`` or ``"tukey"``: reweighted fits (iteratively reweighted least
+    3. ``loss="tukey"`` (the default) or ``"huber"``: reweighted fits (iteratively reweighted least
        squares) from a robust start. The start (``start="median"``, the default) is each
        output coordinate's median over blocks of ``2q + 1`` neighbouring results (by their
        points), joined linearly between the blocks' centres (:func:`block_medians`): a block
@@ -118,7 +119,13 @@ class RobustGCC(GCC):
        worker's weight is shared by its output coordinates (a worker lies or does not).
        Tukey's loss gives weight 0 to at most ``2q`` results (those farthest from the fit;
        others beyond its cut keep a weight of 1e-3): with at most ``q`` liars, a steep
-       stretch of honest results is not cut out wholesale. Each call's final weights are in
+       stretch of honest results is not cut out wholesale. Its first weights also leave out
+       the ``q`` results farthest from the start (a rough ``f`` makes the start's residuals,
+       and so its scale, large enough to hide liars at the bound), and from the first fit on
+       the scale is that of the fit's residuals (so the liars left out stay out, and honest
+       results left out return once the fit of the others predicts them). At ``lambda_dec =
+       0`` Tukey's final estimates are GCC's default (gap-aware) decoder on the results of
+       weight > 0, not the last interpolating spline. Each call's final weights are in
        ``decode_details(Y, alive).info["weights"]``, one per worker of ``Decoded.alive``
        (sorted by worker index).
        Because the liars are down-weighted rather than smoothed over, these losses want a
@@ -127,12 +134,9 @@ class RobustGCC(GCC):
     The results are decoded in float64 on the host and returned in ``Y``'s type, dtype and
     device.
 
-    Measured (``coded experiment adversarial``, K = 9, N = 50 to 2000, q = ceil(N^a), five
-    attacks, x sin x and LeNet-5): the Tukey loss's MSE falls with N at least as fast as
-    (q/N)^(6/5) for every a and attack, and at N = 200, q = 10 concentrated liars it is
-    under 1/10 of plain GCC's, BACC's and the error locator's; the squared loss meets the
-    slope for 8 of 20 settings on x sin x and 17 of 20 on LeNet-5. Prefer ``loss="tukey"``
-    when honest results are exact (a deterministic ``f``).
+    Measured: ``docs/adversaries.rst`` (``coded experiment adversarial`` and
+    ``benchmarks/bench_robust_default.py``): the Tukey loss is the strongest decoder measured,
+    hence the default; ``loss="squared"`` is the published decoder.
 
     Promise (tested): inputs affine in ``alpha`` through an affine ``f`` are recovered
     exactly from any two or more honest results within the bound, as by GCC.
@@ -156,7 +160,7 @@ class RobustGCC(GCC):
         The schedule's constant, >= 0; default 1 for the squared loss, 1e-8 for Huber and 0
         for Tukey (``DEFAULT_SCALES``: a deterministic ``f`` leaves nothing to smooth once
         the liars weigh nothing; noisy honest results want a positive one).
-    loss : {"squared", "huber", "tukey", "median"}, default "squared"
+    loss : {"tukey", "squared", "huber", "median"}, default "tukey"
         The decoder's loss (step 2 or 3), or ``"median"``: the block medians of step 3's
         start, joined linearly and read at ``alpha`` (a median-style decoder, ``O(N d)``;
         exact for affine results, biased where they curve).
@@ -179,7 +183,7 @@ class RobustGCC(GCC):
     Examples
     --------
     >>> import numpy as np, codedcomputing as cc
-    >>> code = cc.RobustGCC(9, 100, num_adversaries=5, bound=100.0, loss="tukey", scale=1e-4)
+    >>> code = cc.RobustGCC(9, 100, num_adversaries=5, bound=100.0)
     >>> X = np.linspace(-1, 1, 9)[:, None]
     >>> Y = np.sin(code.encode(X))
     >>> alive = np.arange(100)
@@ -203,7 +207,7 @@ class RobustGCC(GCC):
         lambda_dec: float | None = None,
         schedule: str = "mse",
         scale: float | None = None,
-        loss: str = "squared",
+        loss: str = "tukey",
         start: str = "median",
         iterations: int = 5,
         lambda_enc: float = 0.0,
@@ -263,6 +267,10 @@ class RobustGCC(GCC):
                 return None
         if alive.size < need:
             alive = np.sort(rng.choice(self.num_workers, min(need, self.num_workers), replace=False))
+        if self._blends:  # GCC's gap-aware decoder: exact within the returned workers' range
+            if self.alpha.min() < self.beta.min() or self.alpha.max() > self.beta.max():
+                return None
+            alive = np.union1d(alive, [np.argmin(self.beta), np.argmax(self.beta)])
         if self.bound is not None:  # honest results within the bound
             peak = float(np.abs(f(self.encode(X))).max())
             if peak > 0.5 * self.bound:
@@ -339,15 +347,17 @@ class RobustGCC(GCC):
             size = min(2 * self.num_adversaries + 1, alive.size)
             estimates = _block_medians(knots, flat, size, self.alpha)
         else:
-            estimates, weights = self._reweighted(knots, flat)
+            estimates, weights = self._reweighted(knots, flat, self._ranks[by_point])
             info["weights"] = weights[np.argsort(by_point, kind="stable")]  # by worker, as Decoded.alive
         shape = (self.num_inputs, *tuple(Y.shape[1:]))
         return _arraylib.from_float64(np.ascontiguousarray(estimates), Y).reshape(shape), info
 
-    def _reweighted(self, knots: np.ndarray, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _reweighted(
+        self, knots: np.ndarray, flat: np.ndarray, ranks: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Iteratively reweighted smoothing splines (step 3): the estimates at ``alpha`` and
-        the final weights (in the order of ``knots``, sorted). ``flat``, column-major, is
-        overwritten."""
+        the final weights (in the order of ``knots``, sorted; ``ranks``: the knots' positions
+        among all N points). ``flat``, column-major, is overwritten."""
         lam, d = self._lambda_dec, max(flat.shape[1], 1)
         n, q = knots.size, self.num_adversaries
         if flat.shape[1] == 0:  # nothing to fit
@@ -357,7 +367,7 @@ class RobustGCC(GCC):
         unit = max(float(flat.max(initial=0.0)), -float(flat.min(initial=0.0)))
         if unit > 0 and np.isfinite(unit) and unit != 1.0:
             # in place: flat is the decode's own (gathered, then clipped) copy
-            estimates, weights = self._reweighted(knots, np.divide(flat, unit, out=flat))
+            estimates, weights = self._reweighted(knots, np.divide(flat, unit, out=flat), ranks)
             return estimates * unit, weights
         if self.start == "median" and q > 0 and n >= 2 * (2 * q + 1):
             start = _block_medians(knots, flat, 2 * q + 1)
@@ -377,6 +387,8 @@ class RobustGCC(GCC):
                 new = np.minimum(1.0, HUBER_C / np.maximum(ratio, 1e-300))
             else:
                 new = np.maximum(1.0 - (ratio / TUKEY_C) ** 2, 0.0) ** 2
+                if weights is None and 0 < q < n and self._trims:  # the q farthest from the start: out
+                    new[np.argpartition(-residual, q - 1)[:q]] = 0.0
                 rejected = np.flatnonzero(new == 0.0)
                 if rejected.size > REJECT_FACTOR * q:  # at most q liars: keep the rest, lightly
                     spared = rejected[np.argsort(-residual[rejected], kind="stable")[REJECT_FACTOR * q :]]
@@ -392,10 +404,28 @@ class RobustGCC(GCC):
             weights = new
             fit = _WeightedSpline(knots, lam, weights, flat, self.alpha, previous=fit)
             estimates, residual = fit.estimates, np.sqrt(fit.squares / d)
+            if self.loss == "tukey" and self._trims:  # the fit's spread: the liars left out stay out
+                spread = max(1.4826 * _median(residual), floor)
         if weights is None:
             weights = np.ones(n)
             estimates = _WeightedSpline(knots, lam, weights, flat, self.alpha).estimates
+        if self._blends:  # the final fit: GCC's default decoder on the kept results
+            keep = weights > 0
+            decoder = GapAwareInterpolant(
+                knots[keep], ranks[keep], self.alpha, self.num_workers, all_points=self.alpha
+            )
+            estimates = decoder(flat if keep.all() else _rows(flat, keep))[0]
         return estimates, weights
+
+    # Tukey's first weights leave out at least the q results farthest from the start, and later
+    # ones take the robust scale of the fit's residuals (benchmarks/bench_robust_default.py).
+    _trims = True
+
+    @property
+    def _blends(self) -> bool:
+        """Whether the final fit is GCC's gap-aware decoder on the kept results (Tukey's loss
+        at ``lambda_dec = 0``) rather than the last weighted spline."""
+        return self.loss == "tukey" and self._lambda_dec == 0.0
 
     @property
     def _start_lambda(self) -> float:
