@@ -163,25 +163,198 @@ def example(
 
 @app.command("demo", cls=_Command)
 def demo(
-    quick: bool = typer.Option(False, "--quick", help="Fewer calls (finishes in seconds)."),
+    quick: bool = typer.Option(False, "--quick", help="Fewer queries (or calls with --batch): seconds."),
     backend: Backend = typer.Option(
         "thread", help="thread (embedded), or ray (a local Ray, or --ray-address)."
     ),
-    num_inputs: int = typer.Option(10, "--num-inputs", "-k", min=1, help="K, images per call."),
-    num_workers: int = typer.Option(50, "--num-workers", "-n", min=2, help="N, the number of workers."),
-    num_stragglers: int = typer.Option(
-        15, "--num-stragglers", "-s", min=0, help="S: BACC and GCC use the fastest N - S workers."
-    ),
-    calls: int = typer.Option(None, min=1, help="Calls per scheme (default 40, or 12 with --quick)."),
-    delay_ms: float = typer.Option(
-        50.0, min=0.1, help="Shifted-exponential delay: T = delay_ms * (1 + Exp(1))."
-    ),
-    seed: int = typer.Option(0, min=0, help="Seed for the images and the delays."),
+    seed: int = typer.Option(0, min=0, help="Seed for the arrivals, the digits and the stragglers."),
     ray_address: str = typer.Option(
         None, help="With --backend ray: a running Ray cluster's address (default: start a local Ray)."
     ),
+    queries: int = typer.Option(None, min=1, help="Queries per scheme (default 1000, or 120 with --quick)."),
+    utilisation: float = typer.Option(
+        None, min=0.01, max=0.99, help="Offered load: the replicas' busy share with no redundancy (0.5)."
+    ),
+    replicas: int = typer.Option(None, "--replicas", "-r", min=2, help="R, the LeNet-5 replicas (6)."),
+    stragglers: float = typer.Option(None, min=0.0, max=1.0, help="The share of tasks that straggle (0.02)."),
+    slowdown: float = typer.Option(None, min=1.0, help="A straggler's slowdown (10)."),
+    service_ms: float = typer.Option(
+        None, min=0.1, help="A task's injected service time in ms before LeNet-5 runs (20)."
+    ),
+    group_size: int = typer.Option(None, min=2, help="coded: K, queries per group (4)."),
+    parities: int = typer.Option(None, min=1, help="coded: parity tasks per group (2)."),
+    tau: float = typer.Option(
+        None, min=0.01, help="coded: ms after a group's close before it decodes (3 service times: 60)."
+    ),
+    hedge_delay: float = typer.Option(
+        None, min=0.01, help="hedge: ms before the backup request (3 service times: 60)."
+    ),
+    max_group_wait: float = typer.Option(
+        None, min=0.01, help="coded and ParM: ms a group waits for its last query (2 service times: 40)."
+    ),
+    batch: bool = typer.Option(
+        False, "--batch", help="The batch demo instead: coded calls of K digits on N workers."
+    ),
+    num_inputs: int = typer.Option(
+        None, "--num-inputs", "-k", min=1, help="--batch: K, images per call (10)."
+    ),
+    num_workers: int = typer.Option(
+        None, "--num-workers", "-n", min=2, help="--batch: N, the number of workers (50)."
+    ),
+    num_stragglers: int = typer.Option(
+        None, "--num-stragglers", "-s", min=0, help="--batch: S, BACC and GCC use the fastest N - S (15)."
+    ),
+    calls: int = typer.Option(None, min=1, help="--batch: calls per scheme (40, or 12 with --quick)."),
+    delay_ms: float = typer.Option(
+        None, min=0.1, help="--batch: shifted-exponential delay T = delay_ms * (1 + Exp(1)) (50)."
+    ),
 ) -> None:
-    """Coded inference of LeNet-5 on real MNIST digits with stragglers, scheme by scheme.
+    """Serve LeNet-5 on real MNIST digits with rare heavy stragglers, scheme by scheme, at equal resources.
+
+    R replicas (threads, or Ray actors) serve one Poisson stream of test digits at the stated
+    utilisation; each task sleeps an injected service time first, 10 times longer for the
+    rare stragglers. Every scheme runs on the same replicas, arrivals, digits and draws: none
+    (load-balanced), replication (2 copies), hedging, coded BACC and GCC (systematic, K queries
+    per group plus parities, decoding a group --tau after its close), and ParM when its parity
+    model is cached. Prints a line per scheme as it runs, then latency percentiles, accuracy,
+    agreement with the exact model, the decoded share and the work per query, and a verdict.
+    With --batch: the batch demo (uncoded, replication, BACC and GCC per call of K digits).
+    """
+    from . import datasets, models
+
+    backend = backend.value
+    if ray_address is not None and backend != "ray":
+        raise typer.BadParameter("needs --backend ray", param_hint="--ray-address")
+    serving_options = {
+        "--queries": queries,
+        "--utilisation": utilisation,
+        "--replicas": replicas,
+        "--stragglers": stragglers,
+        "--slowdown": slowdown,
+        "--service-ms": service_ms,
+        "--group-size": group_size,
+        "--parities": parities,
+        "--tau": tau,
+        "--hedge-delay": hedge_delay,
+        "--max-group-wait": max_group_wait,
+    }
+    batch_options = {
+        "--num-inputs": num_inputs,
+        "--num-workers": num_workers,
+        "--num-stragglers": num_stragglers,
+        "--calls": calls,
+        "--delay-ms": delay_ms,
+    }
+    for name, value in (serving_options if batch else batch_options).items():
+        if value is not None:
+            raise typer.BadParameter(
+                "is an option of the serving demo" if batch else "needs --batch", param_hint=name
+            )
+    if batch:
+        _batch_demo(
+            quick,
+            backend,
+            10 if num_inputs is None else num_inputs,
+            50 if num_workers is None else num_workers,
+            15 if num_stragglers is None else num_stragglers,
+            calls,
+            50.0 if delay_ms is None else delay_ms,
+            seed,
+            ray_address,
+        )
+        return
+    import dataclasses
+
+    import torch
+
+    from .experiments import demo as serving_demo
+    from .models import parity
+
+    torch.set_num_threads(1)  # the replicas are the parallelism: one torch thread each
+    config = serving_demo.QUICK if quick else serving_demo.DemoConfig()
+    unit = config.unit_ms if service_ms is None else service_ms
+    changes = {
+        "queries": queries,
+        "utilisation": utilisation,
+        "replicas": replicas,
+        "straggler_p": stragglers,
+        "slowdown": slowdown,
+        "group_size": group_size,
+        "parities": parities,
+        "unit_ms": service_ms,
+        "tau": None if tau is None else tau / unit,
+        "hedge_delay": None if hedge_delay is None else hedge_delay / unit,
+        "max_group_wait": None if max_group_wait is None else max_group_wait / unit,
+    }
+    config = dataclasses.replace(
+        config, **{key: value for key, value in changes.items() if value is not None}
+    )
+    try:
+        config.check()
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+    data = datasets.mnist()
+    f = models.numpy_function("lenet5", progress=True)
+    parity_f, parm_note = None, None
+    if config.parm and parity.is_cached("lenet5", 2):
+        parity_f = parity.parity_function(parity.load_parity("lenet5", 2, progress=False))
+    else:
+        parm_note = (
+            "ParM left out: no parity model of LeNet-5 for groups of 2 is cached (train it with "
+            "codedcomputing.models.parity.load_parity('lenet5', 2), about a minute)"
+        )
+    rows = serving_demo.run(
+        config,
+        f,
+        data.test_x,
+        data.test_y,
+        seed,
+        parity_f=parity_f,
+        backend=backend,
+        address=ray_address,
+        progress=lambda line: typer.echo(line, err=True),
+    )
+    out = console()
+    wide = Console(width=max(out.width, 120), file=out.file)
+    wide.print(_demo_table(rows, config, backend))
+    if parm_note:
+        wide.print(parm_note)
+    wide.print(f"verdict: {serving_demo.verdict(rows)}")
+
+
+def _demo_table(rows: list[dict], config, backend: str) -> Table:
+    """The serving demo's rows as a table."""
+    unit = config.unit_ms
+    title = (
+        f"LeNet-5 serving {config.queries} MNIST test digits per scheme on {config.replicas} {backend} "
+        f"replicas: Poisson arrivals at {config.utilisation:.0%} utilisation, service {unit:g} ms, "
+        f"{config.straggler_p:.0%} stragglers x{config.slowdown:g}; the same arrivals, digits and "
+        f"draws for every scheme; exact model {rows[0]['exact_accuracy']:.1%} on these digits"
+    )
+    caption = (
+        "work/query: service time of all its tasks (copies, hedges, parities) per second of the "
+        "queries' own; agrees: the exact model's class; decoded: answered by its group's decode"
+    )
+    table = Table(title=title, caption=caption)
+    columns = ("scheme", "work/query", "p50 ms", "p99 ms", "p99.9 ms", "accuracy", "agrees", "decoded")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "scheme" else "right")
+    for row in rows:
+        table.add_row(
+            row["scheme"],
+            f"{1 + row['extra_load']:.2f}x",
+            f"{row['p50_ms']:.0f}",
+            f"{row['p99_ms']:.0f}",
+            f"{row['p99.9_ms']:.0f}",
+            f"{row['accuracy']:.1%}",
+            f"{row['agreement']:.1%}",
+            f"{row['decoded']:.1%}",
+        )
+    return table
+
+
+def _batch_demo(quick, backend, num_inputs, num_workers, num_stragglers, calls, delay_ms, seed, ray_address):
+    """`coded demo --batch`: coded inference of LeNet-5 on MNIST digits with stragglers, by scheme.
 
     Each call sends K test images to N workers (uncoded: K workers) on the chosen backend;
     every worker's result is delayed by a seeded shifted-exponential draw. Uncoded waits for
@@ -194,9 +367,6 @@ def demo(
     from .runtime import CodedExecutor, RayCluster, ThreadCluster
     from .runtime.delays import ShiftedExponential
 
-    backend = backend.value
-    if ray_address is not None and backend != "ray":
-        raise typer.BadParameter("needs --backend ray", param_hint="--ray-address")
     if num_workers < 2 * num_inputs:
         raise typer.BadParameter(
             f"needs N >= 2K for replication ({num_workers} < 2 x {num_inputs})", param_hint="--num-workers"

@@ -1,4 +1,5 @@
-"""``coded demo`` and ``coded experiment latency`` (LeNet-5 on real MNIST, on real clusters)."""
+"""``coded demo`` (the serving comparison, and ``--batch``) and ``coded experiment latency``
+(LeNet-5 on real MNIST, on real clusters)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ def _table(output: str) -> dict[str, list[str]]:
 
 
 @pytest.mark.slow
-def test_demo_prints_every_scheme_with_accuracy_and_latency(trained_models):
-    result = runner.invoke(app, ["demo", "--quick", "--calls", "6"], env=WIDE)
+def test_batch_demo_prints_every_scheme_with_accuracy_and_latency(trained_models):
+    result = runner.invoke(app, ["demo", "--batch", "--quick", "--calls", "6"], env=WIDE)
     assert result.exit_code == 0, result.output
     rows = _table(result.output)
     assert set(rows) == {"uncoded", "replication", "bacc", "gcc"}
@@ -47,16 +48,123 @@ def test_demo_prints_every_scheme_with_accuracy_and_latency(trained_models):
     ("args", "needle"),
     [
         (["--backend", "mpi"], "--backend"),
-        (["-n", "15"], "--num-workers"),  # replication needs N >= 2K
-        (["-s", "49"], "--num-stragglers"),
-        (["--delay-ms", "0"], "--delay-ms"),
+        (["--batch", "-n", "15"], "--num-workers"),  # replication needs N >= 2K
+        (["--batch", "-s", "49"], "--num-stragglers"),
+        (["--batch", "--delay-ms", "0"], "--delay-ms"),
         (["--ray-address", "auto"], "--ray-address"),  # only with --backend ray
+        (["-n", "40"], "needs --batch"),  # a batch option without --batch
+        (["--batch", "--queries", "10"], "serving demo"),  # a serving option with --batch
+        (["--utilisation", "1.5"], "--utilisation"),
+        (["--group-size", "5", "--parities", "2"], "group_size + parities"),  # 7 tasks on 6 replicas
     ],
 )
 def test_demo_rejects_bad_options_naming_them(args, needle):
     result = runner.invoke(app, ["demo", *args], env=WIDE)
-    assert result.exit_code != 0
-    assert needle in result.output
+    assert result.exit_code == 2
+    assert needle in " ".join(result.output.split())
+
+
+# -- the serving demo --------------------------------------------------------------------------------
+
+SERVING_COLUMNS = ["scheme", "work/query", "p50 ms", "p99 ms", "p99.9 ms", "accuracy", "agrees", "decoded"]
+
+
+def _serving_table(output: str) -> dict[str, dict[str, str]]:
+    rows = {}
+    for line in output.splitlines():
+        cells = [c.strip() for c in re.split(r"[│┃]", line)[1:-1]]
+        if len(cells) == len(SERVING_COLUMNS) and cells[0] != "scheme":
+            rows[cells[0]] = dict(zip(SERVING_COLUMNS, cells, strict=True))
+    return rows
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_serving_demo_prints_every_scheme_and_a_verdict_naming_the_lowest_tail(trained_models):
+    from codedcomputing.models import parity
+
+    result = runner.invoke(app, ["demo", "--quick", "--queries", "60", "--seed", "1"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    rows = _serving_table(result.output)
+    expected = {"none", "replication x2", "hedge after 60 ms", "coded BACC 4+2", "coded GCC 4+2"}
+    if parity.is_cached("lenet5", 2):
+        expected.add("ParM k=2")
+    else:
+        assert "ParM left out" in result.output
+    assert set(rows) == expected
+    assert result.output.count("demo [") == 2 * len(expected)  # a line before and after each scheme
+    for name, row in rows.items():
+        p50, p99, p999 = (float(row[c]) for c in ("p50 ms", "p99 ms", "p99.9 ms"))
+        assert 20 <= p50 <= p99 <= p999, name  # every task sleeps at least 20 ms
+    work = {name: float(row["work/query"].rstrip("x")) for name, row in rows.items()}
+    assert work["none"] == 1.0 and 1.8 <= work["replication x2"] <= 2.0
+    assert 1.2 <= work["coded BACC 4+2"] <= 1.6  # 2 parities per group of up to 4
+    for name in ("none", "replication x2", "hedge after 60 ms"):  # exact schemes
+        assert rows[name]["agrees"] == "100.0%" and rows[name]["decoded"] == "0.0%"
+    verdict = " ".join(result.output.split("verdict: ")[1].split())
+    named = next(name for name in sorted(rows, key=len, reverse=True) if verdict.startswith(name))
+    assert float(rows[named]["p99.9 ms"]) == min(float(row["p99.9 ms"]) for row in rows.values())
+
+
+def _row(scheme, kind, p999, accuracy=0.98, decoded=0.0, extra_load=0.0):
+    return {
+        "scheme": scheme,
+        "kind": kind,
+        "p99.9_ms": p999,
+        "accuracy": accuracy,
+        "exact_accuracy": 0.98,
+        "decoded": decoded,
+        "extra_load": extra_load,
+    }
+
+
+def test_verdict_names_the_lowest_p999_with_its_cost_and_why():
+    from codedcomputing.experiments.demo import verdict
+
+    rows = [
+        _row("none", "none", 250.0),
+        _row("replication x2", "replication", 230.0, extra_load=1.0),
+        _row("hedge after 60 ms", "hedge", 120.0, extra_load=0.05),
+        _row("coded BACC 4+2", "coded", 80.0, accuracy=0.974, decoded=0.03, extra_load=0.5),
+    ]
+    line = verdict(rows)
+    assert line.startswith("coded BACC 4+2 had the lowest p99.9 (80 ms, against 120 ms for hedge after 60 ms")
+    assert "250 ms for none" in line and "0.6 points of accuracy" in line and "50% extra work" in line
+    assert "decoded from their groups" in line and "3.0% of queries decoded" in line
+    assert "\n" not in line
+    # the order of the rows does not matter; a hedge that wins costs no accuracy
+    rows[2]["p99.9_ms"] = 70.0
+    line = verdict(rows[::-1])
+    assert line.startswith("hedge after 60 ms had the lowest p99.9 (70 ms, against 80 ms for coded BACC 4+2")
+    assert "no accuracy" in line and "backup request" in line
+    # plain load balancing winning says so: redundancy lost
+    line = verdict([_row("none", "none", 50.0), rows[3]])
+    assert line.startswith("none had the lowest p99.9 (50 ms, against 80 ms for coded BACC 4+2)")
+    assert "no redundant scheme beat plain load balancing" in line
+    # a scheme whose p99.9 is NaN (no answered query) is never the winner
+    assert verdict([_row("none", "none", float("nan")), rows[3]]).startswith("coded BACC 4+2 alone")
+    assert verdict([]) == "no scheme answered its queries: nothing to compare"
+
+
+def test_demo_config_checks_name_the_parameter():
+    from codedcomputing.experiments.demo import DemoConfig, run
+
+    for changes, word in (
+        ({"replicas": 1}, "replicas"),
+        ({"utilisation": 1.0}, "utilisation"),
+        ({"group_size": 5}, "group_size + parities"),
+        ({"tau": 0.0}, "tau"),
+        ({"straggler_p": 1.5}, "straggler_p"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(word)):
+            DemoConfig(**changes).check()
+    images, labels = np.zeros((4, 1, 28, 28), np.float32), np.zeros(4, int)
+    with pytest.raises(ValueError, match="backend"):
+        run(DemoConfig(queries=4), lambda x: x, images, labels, 0, backend="mpi")
+    with pytest.raises(ValueError, match="address"):
+        run(DemoConfig(queries=4), lambda x: x, images, labels, 0, address="auto")
+    with pytest.raises(ValueError, match="labels"):
+        run(DemoConfig(queries=4), lambda x: x, images, labels[:3], 0)
 
 
 @pytest.fixture(scope="module")
