@@ -445,21 +445,19 @@ class AdaptiveInterpolant:
 
     def __init__(self, knots: np.ndarray, points: np.ndarray, *, num_points: int | None = None):
         self.knots, self.points = knots, points
-        order = np.argsort(knots, kind="stable")
+        # (numpy's function wrappers cost a decoder used once more than the arithmetic on these
+        # few entries: methods and ufuncs instead)
+        order = knots.argsort(kind="stable")
         t = knots[order]
         self.sorted_knots = t
-        self.order = None if np.array_equal(order, np.arange(t.size)) else order
+        self.order = None if (order[1:] > order[:-1]).all() else order
         # L's two terms a row (columns in the knots' given order), for linear_values and linear
-        clamped = np.clip(points, t[0], t[-1])
-        i = np.clip(np.searchsorted(t, clamped, side="right") - 1, 0, t.size - 2)
+        clamped = np.minimum(np.maximum(points, t[0]), t[-1])
+        i = np.minimum(np.maximum(t.searchsorted(clamped, side="right") - 1, 0), t.size - 2)
         b = (clamped - t[i]) / (t[i + 1] - t[i])
         self.brackets, self.inside = i, clamped == points  # each point's bracket [t_i, t_i+1], if inside
         first, second = (i, i + 1) if self.order is None else (order[i], order[i + 1])
-        self._linear_terms = (
-            first,
-            second,
-            {d: ((1.0 - b).astype(d)[:, None], b.astype(d)[:, None]) for d in _GATHERED},
-        )
+        self._linear_terms = (first, second, {}, b)  # the weights by dtype (_linear_weights)
         self._linear = None
         self._clamped, self._cubic = clamped, None
         # theta's pieces: the cubic's recurrence, or (many more knots than points) the sampled
@@ -481,8 +479,8 @@ class AdaptiveInterpolant:
     def linear(self) -> csr_array:
         """``(len(points), len(knots))``: the sparse map of ``L`` (columns in the knots' order)."""
         if self._linear is None:
-            first, second, weights = self._linear_terms
-            a, b = weights[np.dtype(np.float64)]
+            first, second = self._linear_terms[:2]
+            a, b = self._linear_weights(np.dtype(np.float64))
             linear = csr_array(
                 (
                     np.stack([a[:, 0], b[:, 0]], axis=1).ravel(),
@@ -654,6 +652,15 @@ class AdaptiveInterpolant:
         difference = r_linear - both[half:]
         return torch.stack([scale, torch.sum(r_linear * difference), torch.sum(difference * difference)])
 
+    def _linear_weights(self, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+        """``L``'s two weights a row as columns of ``dtype`` (float32 or float64), made on first
+        use (two threads making them at once make the same)."""
+        weights, b = self._linear_terms[2:]
+        pair = weights.get(dtype)
+        if pair is None:
+            pair = weights[dtype] = ((1.0 - b).astype(dtype)[:, None], b.astype(dtype)[:, None])
+        return pair
+
     def linear_values(self, y):
         """``L`` at the points: :attr:`linear` applied. Small float32 and float64 numpy results
         take its two terms a row as gathered rows, the very sums scipy's product makes,
@@ -661,9 +668,9 @@ class AdaptiveInterpolant:
         small = self.points.size * int(np.prod(y.shape[1:], dtype=np.int64)) <= SMALL_GATHER
         if not (small and isinstance(y, np.ndarray) and y.dtype in _GATHERED):
             return _arraylib.apply_matrix(self.linear, y)
-        first, second, weights = self._linear_terms
+        first, second = self._linear_terms[:2]
         flat = y.reshape(y.shape[0], -1)
-        a, b = weights[y.dtype]
+        a, b = self._linear_weights(y.dtype)
         return (a * flat[first] + b * flat[second]).reshape((self.points.size, *y.shape[1:]))
 
     def __call__(self, y):

@@ -59,6 +59,7 @@ on (LeNet-5 0.66, ViT 0.44, MLP 0.72), and this decoder held above it up to 40% 
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -90,6 +91,14 @@ MAX_BLOCK_TARGETS = 64
 MAX_EDGE_TARGETS = 64
 # Berrut's extrapolant is dense: dropped from the edge candidates beyond this many entries.
 MAX_BERRUT_ENTRIES = 2**22
+# 0, 1, 2, ...: sliced rather than built (np.arange costs a fresh decoder more than a view)
+_RANGE = np.arange(4096)
+_RANGE.flags.writeable = False
+
+
+def _range(count: int) -> np.ndarray:
+    """``np.arange(count)``, read-only (a view of a shared one when short enough)."""
+    return _RANGE[:count] if count <= _RANGE.size else np.arange(count)
 
 
 def simplex_weights(residuals: list[np.ndarray]) -> np.ndarray:
@@ -112,6 +121,8 @@ def _simplex_minimiser(gram: np.ndarray) -> np.ndarray:
     larger faces from their KKT system by least squares, which also takes singular ``G``)."""
     count = gram.shape[0]
     g = gram.tolist()
+    if count == 3:  # the gaps' three candidates: the same faces, unrolled
+        return np.array(_three_minimiser(g))
     best, best_w = np.inf, [1.0] + [0.0] * (count - 1)
 
     def better(value: float) -> bool:  # ties (within rounding) keep the earlier, smaller face
@@ -160,6 +171,49 @@ def _simplex_minimiser(gram: np.ndarray) -> np.ndarray:
             if better(value):
                 best, best_w = value, w.tolist()
     return np.array(best_w)
+
+
+def _three_minimiser(g: list) -> list:
+    """:func:`_simplex_minimiser` of three candidates (``g`` the Gram matrix as lists): its
+    faces in its order and arithmetic, without the loops' bookkeeping (a decode fits one per
+    gap size)."""
+    (g00, g01, g02), (_, g11, g12), (_, _, g22) = g
+    best, best_w = np.inf, [1.0, 0.0, 0.0]
+    for i, value in enumerate((g00, g11, g22)):
+        if value < best - 1e-12 * (1.0 + best if best < np.inf else 0.0):
+            best, best_w = value, [float(k == i) for k in range(3)]
+    for i, j, a, b, c in ((0, 1, g00, g01, g11), (0, 2, g00, g02, g22), (1, 2, g11, g12, g22)):
+        curvature = a - 2.0 * b + c
+        if not curvature > 1e-14 * (abs(a) + abs(c)):  # flat along the edge: a vertex is as low
+            continue
+        w_i = (c - b) / curvature
+        if not -1e-12 <= w_i <= 1.0 + 1e-12:
+            continue
+        w_i = min(max(w_i, 0.0), 1.0)
+        w_j = 1.0 - w_i
+        value = w_i * w_i * a + 2.0 * w_i * w_j * b + w_j * w_j * c
+        if value < best - 1e-12 * (1.0 + best if best < np.inf else 0.0):
+            best, best_w = value, [0.0, 0.0, 0.0]
+            best_w[i], best_w[j] = w_i, w_j
+    w = _three_face(g, [0, 1, 2])
+    if w is None:  # too close to singular for the closed form: the general face solve
+        gram = np.array(g)
+        kkt = np.ones((4, 4))
+        kkt[:3, :3], kkt[3, 3] = gram, 0.0
+        w_face = np.linalg.lstsq(kkt, np.r_[np.zeros(3), 1.0], rcond=None)[0][:3]
+        if np.any(w_face < -1e-12) or not abs(w_face.sum() - 1.0) < 1e-9:
+            return best_w
+        w_face = np.clip(w_face, 0.0, None)
+        w_face /= w_face.sum()
+        value = float(w_face @ gram @ w_face)
+        w = w_face.tolist()
+    elif w == []:  # the triangle's minimiser lies outside it
+        return best_w
+    else:
+        value = sum(w[i] * w[j] * g[i][j] for i in range(3) for j in range(3))
+    if value < best - 1e-12 * (1.0 + best if best < np.inf else 0.0):
+        return w
+    return best_w
 
 
 def _three_face(g: list, face: list) -> list | None:
@@ -215,22 +269,25 @@ def _weights_from_terms(terms: list[float], count: int) -> np.ndarray:
 
 def _median(values: np.ndarray) -> float:
     """``np.median`` of a 1-D array, by one sort (numpy's takes several times longer on a few)."""
-    ordered = np.sort(values)
+    ordered = values.copy()
+    ordered.sort()
     middle = ordered.size // 2
     if ordered.size % 2:
         return float(ordered[middle])
     return (float(ordered[middle - 1]) + float(ordered[middle])) / 2.0
 
 
+@functools.lru_cache(maxsize=4096)
 def _even_picks(count: int) -> np.ndarray:
     """``np.unique(np.linspace(0, count - 1, POSITIONS).round().astype(int))``: all of
     ``0..count-1`` up to POSITIONS of them (the rounded steps are at most 1 apart), else
-    POSITIONS distinct ones (linspace's own products, its last entry exact)."""
+    POSITIONS distinct ones (linspace's own products, its last entry exact). Read-only, kept
+    per count (it depends on nothing else)."""
     if count <= POSITIONS:
-        return np.arange(count)
+        return _range(count)
     picks = np.round(np.arange(POSITIONS) * ((count - 1) / (POSITIONS - 1))).astype(np.intp)
     picks[-1] = count - 1
-    return picks
+    return _read_only(picks)
 
 
 def _spread(index: np.ndarray, count: int) -> np.ndarray:
@@ -269,8 +326,8 @@ def _block_targets(s: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.nd
     knot, block after block: all of a block's knots, or :data:`MAX_BLOCK_TARGETS` evenly
     spread as :func:`_spread` picks them."""
     count = np.minimum(length, MAX_BLOCK_TARGETS)
-    block = np.repeat(np.arange(length.size), count)
-    target = np.arange(block.size) - np.repeat(np.cumsum(count) - count - s - 1, count)
+    block = _range(length.size).repeat(count)
+    target = _range(block.size) - (count.cumsum() - count - s - 1).repeat(count)
     if length.max() > MAX_BLOCK_TARGETS:  # linspace(0, L - 1, MAX_BLOCK_TARGETS).round(): k (L-1) / (MAX-1)
         first = (s + 1)[block]
         step = (length[block] - 1) / (MAX_BLOCK_TARGETS - 1)
@@ -292,23 +349,31 @@ def _window_curvatures(t: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[np.
     ``R^-1``. Every window's ``R`` goes on the diagonal of one tridiagonal matrix (two identity
     rows closing each window: at its ends the natural cubic's curvature is 0), so one
     ``LDL^T`` factorisation and solve serve all blocks."""
+    # (numpy's function wrappers cost more than the arithmetic on these few hundred entries:
+    # methods, operators and slices throughout)
     n, blocks = t.size, s.size
-    lo, hi = np.maximum(0, s - WINDOW), np.minimum(n, e + 1 + WINDOW)
+    lo, hi = np.maximum(s - WINDOW, 0), np.minimum(e + 1 + WINDOW, n)
     left = s - lo + 1
     size = left + hi - e
-    first = np.cumsum(size) - size
-    block = np.repeat(np.arange(blocks), size)
-    position = np.arange(block.size) - first[block]  # within its window
-    knots = np.where(position < left[block], lo[block] + position, e[block] + position - left[block])
-    h = np.empty(block.size)
-    h[:-1] = np.diff(t[knots])
+    first = size.cumsum() - size
+    block = _range(blocks).repeat(size)
+    rows = block.size
+    position = _range(rows) - first[block]  # within its window
+    after = position >= left[block]
+    knots = lo[block] + position
+    knots[after] += (e - lo - left)[block][after]
+    h = np.empty(rows)
+    knot_t = t[knots]
+    h[:-1] = knot_t[1:] - knot_t[:-1]
     h[first[1:] - 1] = h[-1] = 1.0  # across windows: never read, kept finite
     # unknown q is the curvature at the knot after q (window position + 1): real up to size - 3
-    real = position < size[block] - 2
-    diagonal = np.ones(block.size)
-    diagonal[:-1] = np.where(real[:-1], (h[:-1] + h[1:]) / 3.0, 1.0)
-    off = np.where(real[:-1] & real[1:], h[1:] / 6.0, 0.0)
-    rhs = np.zeros((block.size, 2))
+    fake = position >= size[block] - 2
+    diagonal = np.empty(rows)
+    diagonal[:-1] = (h[:-1] + h[1:]) / 3.0
+    diagonal[fake] = 1.0
+    off = h[1:] / 6.0
+    off[fake[:-1] | fake[1:]] = 0.0
+    rhs = np.zeros((rows, 2))
     at_s = left - 1  # window position of s: unknown at_s - 1; e's is at_s
     has_s, has_e = at_s >= 1, at_s + 1 <= size - 2
     rhs[(first + at_s - 1)[has_s], 0] = 1.0
@@ -379,23 +444,23 @@ class GapAwareInterpolant:
     def _interior_groups(self, t: np.ndarray, rank: np.ndarray) -> None:
         n = t.size
         spans = rank[1:] - rank[:-1]
-        threshold = max(MIN_MISSING, int(np.floor(RELATIVE * _median(spans))))
+        threshold = max(MIN_MISSING, int(RELATIVE * _median(spans) // 1.0))
         missing = spans[self.base.brackets] - 1  # each point's bracket's (the same as the base's inside)
         candidate = self.base.inside & (missing >= threshold)
         if not candidate.any():
             return
         gap = spans > threshold  # misses at least threshold
         gaps_before = np.zeros(n, dtype=np.intp)  # gaps among brackets 0..i-1
-        np.cumsum(gap, out=gaps_before[1:])
-        start, start_rank, start_gaps = np.arange(n - 2), rank[:-2] + 1, gaps_before[:-2]
+        gap.cumsum(out=gaps_before[1:])
+        start, start_rank, start_gaps = _range(n - 2), rank[:-2] + 1, gaps_before[:-2]
         picked_s, picked_e = [], []
         for m in sorted(set(missing[candidate].tolist())):
-            pts = np.flatnonzero(candidate & (missing == m))
-            end = np.searchsorted(rank, start_rank + m, side="left")  # the first knot m + 1 steps on
+            pts = (candidate & (missing == m)).nonzero()[0]
+            end = rank.searchsorted(start_rank + m, side="left")  # the first knot m + 1 steps on
             ok = end - start >= 2
             ok &= end <= n - 1
             ok &= gaps_before[np.minimum(end, n - 1)] == start_gaps
-            starts = np.flatnonzero(ok)
+            starts = ok.nonzero()[0]
             if starts.size == 0:  # nothing of this span to validate on: the chord
                 self.groups.append(_Group(("gap", m), pts, fixed=np.array([1.0, 0.0, 0.0])))
                 continue
@@ -419,7 +484,7 @@ class GapAwareInterpolant:
             group_first = np.cumsum([0] + [p.size for p in picked_s[:-1]])  # in blocks, for now
         length = e - s - 1  # knots dropped
         count, block, target = _block_targets(s, length)
-        block_first = np.cumsum(count) - count
+        block_first = count.cumsum() - count
         group_first = block_first[group_first]  # in rows
         window, curvature, window_first = _window_curvatures(t, s, e)
         # the chord of s and e, and the cubic's terms in the curvatures at them (Reinsch's stencil)
@@ -430,9 +495,9 @@ class GapAwareInterpolant:
         h2 = h * h / 6.0
         read = np.zeros(n, dtype=bool)
         read[window] = read[target] = True
-        self._sorted_rows = np.flatnonzero(read)
+        self._sorted_rows = read.nonzero()[0]
         self._rows = self._order[self._sorted_rows]
-        position = np.cumsum(read) - 1
+        position = read.cumsum() - 1
         return {
             "target": position[target],
             "s": position[s][block],
