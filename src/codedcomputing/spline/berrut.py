@@ -61,8 +61,9 @@ class BerrutMap:
         self.nodes = np.asarray(nodes, dtype=np.float64)
         self.points = np.asarray(points, dtype=np.float64)
         self.sums = CauchySum(self.nodes, self.points, dense=dense)
-        self._position = np.empty(self.nodes.size, dtype=np.int64)  # rank among all nodes
-        self._position[np.argsort(self.nodes, kind="stable")] = np.arange(self.nodes.size)
+        self._position = _ranks(self.nodes)  # rank among all nodes: a charge's row on the tree
+        self._point_position = _ranks(self.points)  # a point's row in the tree's results
+        self._every = None  # the denominators with every node chosen (an encoder's), in the sums' rows
 
     def signs(self, chosen: np.ndarray) -> np.ndarray:
         """``(len(chosen),)``: ``(-1)^rho`` of each chosen node, ``rho`` its rank among them."""
@@ -75,32 +76,28 @@ class BerrutMap:
         """``r(points)``, shape ``(m, ...)``, from ``values[i]`` at ``nodes[chosen[i]]``
         (``chosen``: distinct indices, default all nodes in order)."""
         n = self.nodes.size
-        chosen = np.arange(n) if chosen is None else np.asarray(chosen, dtype=np.int64)
+        every = chosen is None
+        chosen = np.arange(n) if every else np.asarray(chosen, dtype=np.int64)
         shape = (self.points.size, *tuple(values.shape[1:]))
         flat = values.reshape(values.shape[0], -1)
         torch_values = _arraylib.is_torch(flat)
         given = flat.dtype
         if torch_values and _on_host_without_grad(flat):  # numpy on a view: no torch thread pool
             host = flat.detach().resolve_conj().resolve_neg().numpy()
-            return _arraylib.convert_like(self(host, chosen), flat).reshape(shape)
-        if torch_values and flat.dtype.itemsize < 4:
-            flat = flat.float()
-        elif not torch_values:
+            return _arraylib.convert_like(self(host, None if every else chosen), flat).reshape(shape)
+        if not torch_values:
             flat = flat.astype(np.complex128 if np.iscomplexobj(flat) else np.float64, copy=False)
-        signs = self.signs(chosen)
+            return self._on_host(flat, chosen, every).astype(given, copy=False).reshape(shape)
+        import torch
+
+        if flat.dtype.itemsize < 4:
+            flat = flat.float()
         d = flat.shape[1]
         reference = flat[:1]
-        if torch_values:
-            import torch
-
-            weights = torch.as_tensor(signs, dtype=flat.dtype, device=flat.device)[:, None]
-            rows = torch.cat([weights * (flat - reference), weights], dim=1)
-            charges = torch.zeros((n, d + 1), dtype=flat.dtype, device=flat.device)
-            charges = charges.index_put((torch.as_tensor(chosen, device=flat.device),), rows)
-        else:
-            charges = np.zeros((n, d + 1), dtype=flat.dtype)
-            charges[chosen, :d] = signs[:, None] * (flat - reference)
-            charges[chosen, d] = signs
+        weights = torch.as_tensor(self.signs(chosen), dtype=flat.dtype, device=flat.device)[:, None]
+        rows = torch.cat([weights * (flat - reference), weights], dim=1)
+        charges = torch.zeros((n, d + 1), dtype=flat.dtype, device=flat.device)
+        charges = charges.index_put((torch.as_tensor(chosen, device=flat.device),), rows)
         sums = self.sums(charges)
         row_of = np.full(n, -1, dtype=np.int64)
         row_of[chosen] = np.arange(chosen.size)
@@ -110,19 +107,70 @@ class BerrutMap:
         if hit.any():  # no 0 / 0 there (nor in its gradient): those points are set below
             on_node = np.zeros((self.points.size, 1), dtype=bool)
             on_node[targets[hit]] = True
-            if torch_values:
-                on_node = torch.as_tensor(on_node, device=flat.device)
-                denominators = torch.where(on_node, torch.ones_like(denominators), denominators)
-            else:
-                denominators = np.where(on_node, 1.0, denominators)
+            on_node = torch.as_tensor(on_node, device=flat.device)
+            denominators = torch.where(on_node, torch.ones_like(denominators), denominators)
         estimates = reference + numerators / denominators
         if hit.any():  # a point on a chosen node takes its value
             estimates = _arraylib.set_rows(
                 estimates, targets[hit], _arraylib.take_rows(flat, row_of[sources[hit]])
             )
-        if torch_values:
-            return estimates.to(given).reshape(shape)
-        return estimates.astype(given, copy=False).reshape(shape)
+        return estimates.to(given).reshape(shape)
+
+    def _on_host(self, flat: np.ndarray, chosen: np.ndarray, every: bool) -> np.ndarray:
+        """``r(points)`` for float64 or complex128 numpy ``flat`` (``(len(chosen), d)``): on
+        the tree, the charges are written in the sources' sorted order and the results read
+        in the points' sorted order, so that the sums gather nothing; with every node chosen
+        (an encoder) the denominators are the same at every call, summed once."""
+        n, d = self.nodes.size, flat.shape[1]
+        tree = self.sums.levels > 0
+        rows = self._position[chosen] if tree else chosen
+        reference = flat[:1]
+        weighted = flat - reference
+        if every:  # signs alternate along the sorted nodes
+            weighted *= np.where(self._position % 2 == 0, 1.0, -1.0)[:, None]
+            charges = np.zeros((n, d), dtype=flat.dtype)
+        else:
+            signs = self.signs(chosen)
+            weighted *= signs[:, None]
+            charges = np.zeros((n, d + 1), dtype=flat.dtype)
+            charges[rows, d] = signs
+        charges[rows, :d] = weighted
+        sums = self.sums.sorted_sums(charges) if tree else self.sums(charges)
+        denominators = self._every_denominators() if every else sums[:, d:]
+        # a point on a chosen node takes its value: no 0 / 0 there
+        row_of = np.full(n, -1, dtype=np.int64)
+        row_of[chosen] = np.arange(chosen.size)
+        targets, sources = self.sums.coincident
+        hit = row_of[sources] >= 0
+        on_node = self._point_position[targets[hit]] if tree else targets[hit]
+        if on_node.size:
+            denominators = denominators.copy()
+            denominators[on_node] = 1.0
+        estimates = np.divide(sums[:, :d], denominators)
+        estimates += reference
+        estimates[on_node] = flat[row_of[sources[hit]]]
+        if tree and self.sums.target_order is not None:  # back to the points' order
+            ordered = np.empty_like(estimates)
+            ordered[self.sums.target_order] = estimates
+            estimates = ordered
+        return estimates
+
+    def _every_denominators(self) -> np.ndarray:
+        if self._every is None:
+            if self.sums.levels > 0:  # the charges in sorted order: signs alternate
+                alternating = np.where(np.arange(self.nodes.size) % 2 == 0, 1.0, -1.0)[:, None]
+                self._every = self.sums.sorted_sums(alternating)
+            else:
+                self._every = self.sums(np.where(self._position % 2 == 0, 1.0, -1.0)[:, None])
+            self._every.flags.writeable = False
+        return self._every
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Each entry's rank in ``x`` sorted (stable): its row in the Cauchy sums' sorted order."""
+    ranks = np.empty(x.size, dtype=np.int64)
+    ranks[np.argsort(x, kind="stable")] = np.arange(x.size)
+    return ranks
 
 
 def _on_host_without_grad(x) -> bool:

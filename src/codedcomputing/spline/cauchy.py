@@ -271,6 +271,8 @@ class CauchySum:
         path only (``levels >= 2``)."""
         p, levels, d = self.order, self.levels, charges.shape[1]
         dtype = np.result_type(charges.dtype, np.float64)
+        if d == 0:
+            return np.zeros((self.targets.size, 0), dtype=dtype)
         with _arraylib.one_blas_thread:
             # upward pass, box-major: (boxes, p, d) per level
             moments = np.empty((2**levels, p, d), dtype=dtype)
