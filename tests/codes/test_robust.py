@@ -419,10 +419,10 @@ def test_the_default_is_tukey_and_the_published_decoder_an_option():
 
 
 def test_tukeys_final_fit_is_gccs_default_decoder_on_the_kept_results():
-    """Five neighbouring liars on a rough tanh network (a gap once they are left out): the
-    decode leaves out exactly the liars and equals plain GCC's default decoder on the honest
-    results of the others, where the natural cubic interpolant through the same results (the
-    former final fit) is several times worse."""
+    """Four neighbouring liars on a rough tanh network (a gap once they are left out): the
+    decode leaves out the liars (and at most as many honest results) and equals plain GCC's
+    default decoder on the honest results of the others, where the natural cubic
+    interpolant through the same results (the former final fit) is several times worse."""
     rng = np.random.default_rng(27)
     w1, w2 = rng.normal(size=(16, 32)) * 3 / 4, rng.normal(size=(32, 3)) / np.sqrt(32)
 
@@ -435,7 +435,8 @@ def test_tukeys_final_fit_is_gccs_default_decoder_on_the_kept_results():
     attacked = cc.adversaries.Concentrated(4, 10.0).corrupt(code, Y, alive, rng=27)
     decoded = code.decode_details(attacked.results, alive)
     kept = np.flatnonzero(decoded.info["weights"] > 0)
-    np.testing.assert_array_equal(np.setdiff1d(alive, kept), attacked.workers)
+    left_out = np.setdiff1d(alive, kept)
+    assert set(attacked.workers) <= set(left_out) and left_out.size <= 2 * 4
     reference = cc.GCC(9, 60).decode(Y[kept], kept)
     np.testing.assert_allclose(decoded.estimates, reference, rtol=0, atol=1e-10)
     interpolant = cc.spline.fit(code.beta[kept], Y[kept])(code.alpha)

@@ -12,6 +12,7 @@ import pytest
 import codedcomputing as cc
 from codedcomputing.codes.robust import (
     HUBER_C,
+    LOCAL_WIDTH,
     REJECT_FACTOR,
     SPARED_WEIGHT,
     SPREAD_FLOOR,
@@ -86,7 +87,7 @@ def reference_reweighted(code, knots, flat):
         start = reference_fit(knots, flat, start_lambda, np.ones(n), knots)
     residual = np.sqrt(np.mean((flat - start) ** 2, axis=1))
     extent = np.sqrt(np.mean((start.max(axis=0) - start.min(axis=0)) ** 2))
-    spread = max(1.4826 * np.median(residual), SPREAD_FLOOR * extent, 1e-12)
+    spread = start_spread = max(1.4826 * np.median(residual), SPREAD_FLOOR * extent, 1e-12)
     weights, estimates = None, None
     for _ in range(code.iterations):
         ratio = residual / spread
@@ -96,6 +97,13 @@ def reference_reweighted(code, knots, flat):
             new = np.maximum(1.0 - (ratio / TUKEY_C) ** 2, 0.0) ** 2
             if weights is None and 0 < q < n:  # the q results farthest from the start are left out
                 new[np.argsort(-residual, kind="stable")[:q]] = 0.0
+                if n > LOCAL_WIDTH:  # and the q farthest from the median of their 5 neighbours
+                    half = LOCAL_WIDTH // 2
+                    local = np.empty(n)
+                    for i in range(n):
+                        lo = min(max(i - half, 0), n - LOCAL_WIDTH)
+                        local[i] = np.sum((flat[i] - np.median(flat[lo : lo + LOCAL_WIDTH], axis=0)) ** 2)
+                    new[np.argsort(-local, kind="stable")[:q]] = 0.0
             rejected = np.flatnonzero(new == 0.0)
             if rejected.size > REJECT_FACTOR * q:
                 order = np.argsort(-residual[rejected], kind="stable")
@@ -111,7 +119,7 @@ def reference_reweighted(code, knots, flat):
         estimates = fitted[n:]
         residual = np.sqrt(np.mean((flat - fitted[:n]) ** 2, axis=1))
         if code.loss == "tukey":  # then the scale of the fit's residuals
-            spread = max(1.4826 * np.median(residual), SPREAD_FLOOR * extent, 1e-12)
+            spread = max(1.4826 * np.median(residual), SPREAD_FLOOR * extent, 1e-12, start_spread / TUKEY_C)
     if weights is None:
         weights = np.ones(n)
         estimates = reference_fit(knots, flat, lam, weights, code.alpha)

@@ -37,6 +37,9 @@ SPREAD_FLOOR = 1e-3
 # fit; others beyond its cut keep SPARED_WEIGHT: with at most q liars, a steep stretch of
 # honest results must not be cut out wholesale.
 REJECT_FACTOR, SPARED_WEIGHT = 2, 1e-3
+# Tukey's first weights also leave out the q results farthest from the median of each
+# result's LOCAL_WIDTH neighbours (scattered liars, which the start's wide blocks blur).
+LOCAL_WIDTH = 5
 # The schedule's constant by loss: smoothing over the liars (squared) against down-weighting
 # them and fitting the rest closely (Huber, Tukey). `coded experiment adversarial`'s
 # calibration (N = 200, q = 10) picked squared 1 on x sin x and 1e-8 on LeNet-5, Huber 1e-4
@@ -379,7 +382,7 @@ class RobustGCC(GCC):
         extent = np.sqrt(np.mean((start.max(axis=0) - start.min(axis=0)) ** 2))
         residual = np.sqrt(_row_squares(np.subtract(flat, start, out=start)) / d)  # the start is done with
         floor = max(SPREAD_FLOOR * float(extent), 1e-12)
-        spread = max(1.4826 * _median(residual), floor)  # fixed from the start on
+        spread = start_spread = max(1.4826 * _median(residual), floor)
         weights, estimates, fit = None, None, None
         for _ in range(self.iterations):
             ratio = residual / spread
@@ -389,6 +392,9 @@ class RobustGCC(GCC):
                 new = np.maximum(1.0 - (ratio / TUKEY_C) ** 2, 0.0) ** 2
                 if weights is None and 0 < q < n and self._trims:  # the q farthest from the start: out
                     new[np.argpartition(-residual, q - 1)[:q]] = 0.0
+                    if n > LOCAL_WIDTH:  # and the q farthest from their neighbours' median
+                        local = _row_squares(flat - _running_medians(flat, LOCAL_WIDTH))
+                        new[np.argpartition(-local, q - 1)[:q]] = 0.0
                 rejected = np.flatnonzero(new == 0.0)
                 if rejected.size > REJECT_FACTOR * q:  # at most q liars: keep the rest, lightly
                     spared = rejected[np.argsort(-residual[rejected], kind="stable")[REJECT_FACTOR * q :]]
@@ -404,8 +410,8 @@ class RobustGCC(GCC):
             weights = new
             fit = _WeightedSpline(knots, lam, weights, flat, self.alpha, previous=fit)
             estimates, residual = fit.estimates, np.sqrt(fit.squares / d)
-            if self.loss == "tukey" and self._trims:  # the fit's spread: the liars left out stay out
-                spread = max(1.4826 * _median(residual), floor)
+            if self.loss == "tukey" and self._trims:  # the fit's spread: liars left out stay out
+                spread = max(1.4826 * _median(residual), floor, start_spread / TUKEY_C)
         if weights is None:
             weights = np.ones(n)
             estimates = _WeightedSpline(knots, lam, weights, flat, self.alpha).estimates
@@ -553,6 +559,17 @@ def _median(values: np.ndarray):
     lower = upper if n % 2 else middle[: n // 2].max(axis=0)  # the largest below the middle
     centre = (lower + upper) / 2
     return float(centre) if np.ndim(centre) == 0 else centre
+
+
+def _running_medians(values: np.ndarray, width: int) -> np.ndarray:
+    """Each row's median with its neighbours, over ``width`` (odd, at most ``n``) consecutive
+    rows of ``values`` ``(n, d)`` centred on it (the first and last windows at the ends)."""
+    windows = np.lib.stride_tricks.sliding_window_view(values, width, axis=0)  # (n - width + 1, d, width)
+    medians = np.median(windows, axis=2)
+    half = width // 2
+    return np.concatenate(
+        [np.repeat(medians[:1], half, axis=0), medians, np.repeat(medians[-1:], half, axis=0)]
+    )
 
 
 def _row_squares(x: np.ndarray) -> np.ndarray:
