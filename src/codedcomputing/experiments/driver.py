@@ -16,14 +16,34 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from . import adversarial, frontier, gradient_coding, latency, manifold, polynomial, rates, stragglers
+from . import (
+    adversarial,
+    frontier,
+    gradient_coding,
+    latency,
+    manifold,
+    polynomial,
+    rates,
+    serving,
+    stragglers,
+)
 from .records import Headline, drawable, figure_dir, output_dir, read_table, write_csv
 
 __all__ = ["EXPERIMENTS", "NotAnExperimentCSV", "experiment_of", "headline_table", "redraw", "run_experiment"]
 
 EXPERIMENTS = {
     module.NAME: module
-    for module in (stragglers, polynomial, rates, latency, manifold, adversarial, gradient_coding, frontier)
+    for module in (
+        stragglers,
+        polynomial,
+        rates,
+        latency,
+        manifold,
+        adversarial,
+        gradient_coding,
+        frontier,
+        serving,
+    )
 }
 
 
