@@ -202,3 +202,19 @@ def test_a_cached_decoder_gives_the_same_estimates_at_every_call(width):
             first = code.decode(y.astype(dtype), alive)
             for _ in range(3):
                 np.testing.assert_array_equal(code.decode(y.astype(dtype), alive), first)
+
+
+def test_the_edge_cubics_closed_form_line_matches_the_smoothing_matrix():
+    """Beyond an end the natural cubic is a line: its closed form (one small tridiagonal solve)
+    against the Reinsch map at lambda 0, random knots of 3 to 12, both ends."""
+    from codedcomputing.spline.reinsch import smoothing_matrix
+
+    rng = np.random.default_rng(26)
+    for m in (3, 4, 5, 12):
+        for _ in range(20):
+            t = np.sort(rng.uniform(-1, 1, m))
+            t += np.arange(m) * 0.05  # no two knots too close
+            for low in (True, False):
+                z = t[0] - rng.uniform(0, 0.5, 4) if low else t[-1] + rng.uniform(0, 0.5, 4)
+                expected = smoothing_matrix(t, 0.0, z)
+                np.testing.assert_allclose(gaps._end_line(t, z, low), expected, rtol=0, atol=1e-13)

@@ -75,7 +75,6 @@ from .adaptive import (
     theta_from_terms,
 )
 from .berrut import berrut_matrix
-from .reinsch import smoothing_matrix
 
 __all__ = ["GapAwareInterpolant", "simplex_weights"]
 
@@ -308,16 +307,47 @@ def _extrapolants(t: np.ndarray, z: np.ndarray, low: bool, berrut: bool) -> list
     slope = (z - t[e0]) / (t[e1] - t[e0])
     line = np.zeros((z.size, n))
     line[:, e0], line[:, e1] = 1.0 - slope, slope
-    window = np.arange(min(WINDOW, n)) if low else np.arange(max(0, n - WINDOW), n)
+    window = slice(0, min(WINDOW, n)) if low else slice(max(0, n - WINDOW), n)
     cubic = np.zeros((z.size, n))
-    if window.size >= 3:
-        cubic[:, window] = smoothing_matrix(t[window], 0.0, z)  # linear beyond the window
+    if n >= 3:
+        cubic[:, window] = _end_line(t[window], z, low)
     else:
         cubic = line.copy()
     maps = [hold, line, cubic]
     if berrut:
         maps.append(berrut_matrix(t, z))
     return maps
+
+
+def _end_line(t: np.ndarray, z: np.ndarray, low: bool) -> np.ndarray:
+    """``(len(z), len(t))``: the natural cubic interpolant through sorted knots ``t`` (at
+    least 3) at points ``z`` beyond its low (``low``) or high end, where it is the line
+    ``y_0 + S'(t_0) (z - t_0)`` (what :func:`~codedcomputing.spline.reinsch.smoothing_matrix`
+    gives there at lambda 0), in closed form: ``S'(t_0) = (y_1 - y_0) / h_0 - h_0 g_1 / 6``
+    with the curvature ``g_1 = (Q R^-1 e_1)^T y`` one small tridiagonal solve (Reinsch's
+    ``Q``, ``R``). The high end by reflection."""
+    if not low:
+        return _end_line(-t[::-1], -z, True)[:, ::-1]
+    h = t[1:] - t[:-1]
+    inverse_h = 1.0 / h
+    diagonal, off = (h[:-1] + h[1:]) / 3.0, h[1:-1] / 6.0
+    rhs = np.zeros(diagonal.size)
+    rhs[0] = 1.0
+    if diagonal.size == 1:
+        u = rhs / diagonal
+    else:
+        pivots, subdiagonal = dpttrf(diagonal, off)[:2]
+        u = dpttrs(pivots, subdiagonal, rhs)[0]
+    row = np.zeros(t.size)  # -h_0 / 6 Q u, then the chord's slope
+    row[:-2] = u * inverse_h[:-1]
+    row[1:-1] -= u * (inverse_h[:-1] + inverse_h[1:])
+    row[2:] += u * inverse_h[1:]
+    row *= -h[0] / 6.0
+    row[0] -= inverse_h[0]
+    row[1] += inverse_h[0]
+    line = (z - t[0])[:, None] * row
+    line[:, 0] += 1.0
+    return line
 
 
 def _block_targets(s: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
