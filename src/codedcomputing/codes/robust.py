@@ -38,7 +38,8 @@ SPREAD_FLOOR = 1e-3
 # honest results must not be cut out wholesale.
 REJECT_FACTOR, SPARED_WEIGHT = 2, 1e-3
 # Tukey's first weights also leave out the q results farthest from the median of each
-# result's LOCAL_WIDTH neighbours (scattered liars, which the start's wide blocks blur).
+# result's LOCAL_WIDTH neighbours (scattered liars, which the start's wide blocks blur);
+# _running_medians is written for 5.
 LOCAL_WIDTH = 5
 # The schedule's constant by loss: smoothing over the liars (squared) against down-weighting
 # them and fitting the rest closely (Huber, Tukey). `coded experiment adversarial`'s
@@ -393,7 +394,7 @@ class RobustGCC(GCC):
                 if weights is None and 0 < q < n and self._trims:  # the q farthest from the start: out
                     new[np.argpartition(-residual, q - 1)[:q]] = 0.0
                     if n > LOCAL_WIDTH:  # and the q farthest from their neighbours' median
-                        local = _row_squares(flat - _running_medians(flat, LOCAL_WIDTH))
+                        local = _row_squares(flat - _running_medians(flat))
                         new[np.argpartition(-local, q - 1)[:q]] = 0.0
                 rejected = np.flatnonzero(new == 0.0)
                 if rejected.size > REJECT_FACTOR * q:  # at most q liars: keep the rest, lightly
@@ -561,15 +562,24 @@ def _median(values: np.ndarray):
     return float(centre) if np.ndim(centre) == 0 else centre
 
 
-def _running_medians(values: np.ndarray, width: int) -> np.ndarray:
-    """Each row's median with its neighbours, over ``width`` (odd, at most ``n``) consecutive
-    rows of ``values`` ``(n, d)`` centred on it (the first and last windows at the ends)."""
-    windows = np.lib.stride_tricks.sliding_window_view(values, width, axis=0)  # (n - width + 1, d, width)
-    medians = np.median(windows, axis=2)
-    half = width // 2
-    return np.concatenate(
-        [np.repeat(medians[:1], half, axis=0), medians, np.repeat(medians[-1:], half, axis=0)]
-    )
+def _running_medians(values: np.ndarray) -> np.ndarray:
+    """Each row's median with its four nearest neighbours (``LOCAL_WIDTH = 5`` consecutive rows
+    of ``values`` ``(n, d)``, ``n >= 5``, centred on it; the first and last windows at the ends),
+    by min and max alone: the median of ``a..e`` is the median of ``e``, ``max(min(a, b),
+    min(c, d))`` and ``min(max(a, b), max(c, d))``."""
+    n = values.shape[0]
+    rows = values.T  # (d, n): contiguous runs for the decoder's column-major values
+    a, b, c, d, e = (rows[:, i : i + n - 4] for i in range(5))
+    low, high = np.minimum(a, b), np.minimum(c, d)
+    np.maximum(low, high, out=low)  # max(min(a, b), min(c, d))
+    top = np.maximum(a, b)
+    np.minimum(top, np.maximum(c, d, out=high), out=top)  # min(max(a, b), max(c, d))
+    out = np.empty_like(rows)
+    middle = out[:, 2:-2]
+    np.minimum(np.maximum(low, top, out=high), e, out=middle)
+    np.maximum(middle, np.minimum(low, top, out=low), out=middle)
+    out[:, :2], out[:, -2:] = middle[:, :1], middle[:, -1:]
+    return out.T
 
 
 def _row_squares(x: np.ndarray) -> np.ndarray:
