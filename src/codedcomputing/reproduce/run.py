@@ -51,6 +51,7 @@ EXPECTED_S = {
     "adversarial": (3, 50),
     "gradient-coding": (45, 420),
     "frontier": (15, 450),
+    "serving": (30, 900),
 }
 
 # The trained networks each experiment loads (trained on first use, then cached), and the
@@ -62,6 +63,7 @@ MODELS_USED = {
     "manifold": ("lenet5", "vit"),
     "adversarial": ("lenet5",),
     "frontier": ("lenet5",),
+    "serving": ("lenet5",),
 }
 TRAIN_S = {"lenet5": 35, "vit": 210}
 # The learned parity models' training seconds here per (network, k) (their sidecars'
@@ -85,6 +87,10 @@ SHOWS = {
     "delay, persistent slowness and backend",
     "frontier": "per-query p99.9 latency against accuracy at equal resources, a panel per straggler "
     "regime and resource level, each scheme over its knob",
+    "serving": "p99.9, p50 and accuracy of served queries against offered load, every scheme on the same "
+    "replicas, a row of panels per straggler regime (simulated clock)",
+    "serving_backends": "p50 and p99 on live replicas (threads, Ray) against the simulated clock on the "
+    "same draws, per scheme and load",
 }
 
 
