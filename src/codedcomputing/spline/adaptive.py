@@ -105,7 +105,7 @@ class _CubicLeaveOneOut:
     checks are performed."""
 
     def __init__(self, t: np.ndarray):
-        h = np.diff(t)
+        h = t[1:] - t[:-1]
         diagonal, offdiagonal = (h[:-1] + h[1:]) / 3.0, h[1:-1] / 6.0
         m = diagonal.size
         pivots, l = dpttrf(diagonal, offdiagonal)[:2] if m > 1 else (diagonal, np.zeros(0))  # R = L D L^T
@@ -597,7 +597,7 @@ class AdaptiveInterpolant:
             values = _sketch(_arraylib.convert_like(flat, self.knots))  # on the host, as numpy
         else:
             values = _arraylib.to_float64(flat)
-        scale = float(np.max(np.abs(values), initial=0.0))
+        scale = float(np.maximum.reduce(np.abs(values), axis=None, initial=0.0))
         shareable = not by_rows and 1e-100 < scale < 1e100
         exact = shareable and isinstance(y, np.ndarray) and flat.shape[1] <= SKETCH_COLUMNS
         if not 1e-150 < scale < 1e150:  # theta is scale-free; 1e300 results overflow the solve

@@ -95,6 +95,11 @@ _RANGE = np.arange(4096)
 _RANGE.flags.writeable = False
 
 
+def _largest(values: np.ndarray) -> float:
+    """``np.max(np.abs(values), initial=0.0)``, without its wrapper."""
+    return np.maximum.reduce(np.abs(values), axis=None, initial=0.0)
+
+
 def _range(count: int) -> np.ndarray:
     """``np.arange(count)``, read-only (a view of a shared one when short enough)."""
     return _RANGE[:count] if count <= _RANGE.size else np.arange(count)
@@ -725,7 +730,7 @@ class GapAwareInterpolant:
             else:
                 host, total = _arraylib.to_float64(rows), _arraylib.to_float64(total)[0]
         if host is not None:
-            scale = float(np.max(np.abs(host), initial=0.0))
+            scale = float(_largest(host))
             if 0.0 < scale < np.inf and not 1e-100 < scale < 1e100:  # the weights are scale-free;
                 host, total = host / scale, total / scale  # curvatures (~ y / h^2) would overflow
         block_weights = self._block_weights(host, total) if self._plan is not None else None
@@ -752,12 +757,15 @@ class GapAwareInterpolant:
         cubic = chord + plan["c"] * curvatures[block, 0] + plan["d"] * curvatures[block, 1]
         block_sums = np.add.reduceat(observed, plan["block_first"], axis=0)
         mean = plan["mean_coefficient"] * (total - plan["block_scale"][block] * block_sums[block])
-        residuals = np.stack([chord, cubic, mean]) - observed  # (3, rows, d)
+        residuals = np.empty((3, *observed.shape))  # (3, rows, d)
+        np.subtract(chord, observed, out=residuals[0])
+        np.subtract(cubic, observed, out=residuals[1])
+        np.subtract(mean, observed, out=residuals[2])
         first = plan["group_first"]
         with np.errstate(over="ignore", invalid="ignore"):  # huge results: rescaled below
             if first.size == 1:  # one gap size (the common case): one product
                 flat = residuals.reshape(3, -1)
-                scale = [float(np.max(np.abs(flat), initial=0.0))]
+                scale = [float(_largest(flat))]
                 grams = np.einsum("ik,jk->ij", flat, flat)[:, :, None]  # no BLAS threads for a small product
             else:
                 scale = np.maximum.reduceat(np.abs(residuals).max(axis=(0, 2), initial=0.0), first)
