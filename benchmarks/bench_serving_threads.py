@@ -9,9 +9,10 @@
 2. The master's work per query (frontend: every event it handles, the code's encode and
    decode among it; the frontend thread's CPU time) on the ThreadServer with the coded scheme
    (BACC, K = 10, 20, 50, N = 1.5 K replicas, LeNet-5's input and output shapes, a trivial f so
-   that the replicas cost nothing), against one LeNet-5 call on one input (median of 300); and
-   the frontend's work per query with no redundancy on the same stream (its event handling
-   alone).
+   that the replicas cost nothing), against one LeNet-5 call on one input measured next to each
+   run; interleaved on the same stream: no redundancy (the event handling alone), the coded
+   scheme, and the coded scheme with its live encode and decode through the code's checked
+   public API (the route before the fast path).
 3. Real interference: two LeNet-5 replicas pinned to two cores (``affinity``), 400 queries/s,
    with and without a busy process (:class:`~codedcomputing.serving.Interference`) pinned to
    the first replica's core; each replica's task service times and the queries' p99.
@@ -96,56 +97,105 @@ def compare(args) -> None:
         )
 
 
+class CheckedCoded(serving.Coded):
+    """The coded scheme with the live encode and decode through the code's public, checked
+    ``encode`` and ``decode_details`` (the route before the fast path), for a paired comparison."""
+
+    def _parity_inputs(self, run, group, count):
+        start = time.thread_time()
+        members = self.members[group]
+        inputs = np.stack([run.input(q) for q in members])
+        code = self.code_for(len(members)).bind(inputs)
+        workers = np.flatnonzero(np.asarray(code.systematic_inputs) < 0)
+        self.bound[group] = (code, workers)
+        coded = np.asarray(code.encode(inputs))[workers]
+        run.account("encode", time.thread_time() - start)
+        return [(coded[j], None) for j in range(count)]
+
+    def _decode_live(self, run, group, queries):
+        code, workers = self.bound[group]
+        m = len(self.members[group])
+        alive = [
+            int(code.systematic_workers[i]) if i < m else int(workers[i - m]) for i in self.arrived[group]
+        ]
+        result = code.decode_details(np.stack(self.results[group]), np.array(alive))
+        positions = [self.position[q] for q in queries]
+        return np.asarray(result.estimates)[positions], np.asarray(result.info["exact"])[positions]
+
+
+def lenet_call(lenet, x, calls: int = 100) -> float:
+    """The median seconds of one LeNet-5 call on one input, over ``calls`` calls."""
+    seconds = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        lenet(x)
+        seconds.append(time.perf_counter() - start)
+    return float(np.median(seconds))
+
+
 def master_work(args) -> None:
+    """Per seed and K, interleaved: no redundancy, the coded scheme (fast live encode and
+    decode), the coded scheme through the code's checked API, each on the same stream, and a
+    LeNet-5 call measured between the runs; medians over seeds of each run's us per query and
+    of the ratio to the LeNet-5 call measured next to it."""
     lenet = cc.models.numpy_function("lenet5", progress=False)
     x = np.random.default_rng(0).normal(size=(1, 1, 28, 28)).astype(np.float32)
     lenet(x)
-    calls = []
-    for _ in range(300):
-        start = time.perf_counter()
-        lenet(x)
-        calls.append(time.perf_counter() - start)
-    call = float(np.median(calls))
     print(
-        f"\n2. one LeNet-5 call on one input: median {call * 1e6:.0f} us (300 calls, torch threads "
-        f"{torch.get_num_threads()})"
+        f"\n2. the frontend's CPU per query against one LeNet-5 call on one input (median of 100 calls next "
+        f"to each run, torch threads {torch.get_num_threads()}); {args.seeds} seeds, medians [min, max]"
     )
     service = cc.runtime.delays.Bimodal(base=1.0, p=args.p, slowdown=10.0)
 
     def trivial(batch):  # LeNet-5's output shape, no work
         return np.asarray(batch, dtype=np.float32).reshape(batch.shape[0], -1)[:, :10]
 
+    def cell(values, scale=1.0, form="{:.0f}"):
+        v = np.asarray(values) * scale
+        return f"{form.format(np.median(v))} [{form.format(v.min())}, {form.format(v.max())}]"
+
     print(
-        f"{'K':>4s} {'N':>4s} {'queries':>8s} {'decoded':>8s} {'frontend us/q':>22s} {'encode us/q':>12s} "
-        f"{'decode us/q':>12s} {'frontend / LeNet-5':>19s} {'none us/q':>22s}"
+        f"{'K':>4s} {'N':>4s} {'LeNet us':>9s} {'decoded':>8s} {'none us/q':>16s} {'coded us/q':>16s} "
+        f"{'encode':>7s} {'decode':>7s} {'checked us/q':>16s} {'coded / LeNet':>20s} {'checked / LeNet':>20s}"
     )
     for k in (10, 20, 50):
         n = k + k // 2
-        per_query, encode, decode, decoded, plain = [], [], [], [], []
+        rows: dict[str, list[float]] = {}
         for seed in range(args.seeds):
             arrivals = serving.poisson_arrivals(args.master_queries, args.load, n, service, rng=300 + seed)
             inputs = (
                 np.random.default_rng(seed).normal(size=(args.master_queries, 1, 28, 28)).astype(np.float32)
             )
-            scheme = serving.Coded(
-                cc.BACC(k, n, systematic=True), tau=args.tau, max_group_wait=args.group_wait
-            )
-            record = serving.ThreadServer(
-                trivial, n, scheme, service=service, time_unit=args.master_unit, seed=seed
-            ).run(arrivals, inputs)
-            q = record.num_queries
-            per_query.append(record.master_s["frontend"] / q * 1e6)
-            encode.append(record.master_s["encode"] / q * 1e6)
-            decode.append(record.master_s["decode"] / q * 1e6)
-            decoded.append(record.counts()["decoded"] / q)
-            baseline = serving.ThreadServer(  # the same stream with no code: the event handling alone
-                trivial, n, serving.NoRedundancy(), service=service, time_unit=args.master_unit, seed=seed
-            ).run(arrivals, inputs)
-            plain.append(baseline.master_s["frontend"] / q * 1e6)
-        ratio = np.array(per_query) / (call * 1e6)
+            runs = {
+                "none": serving.NoRedundancy(),
+                "coded": serving.Coded(
+                    cc.BACC(k, n, systematic=True), tau=args.tau, max_group_wait=args.group_wait
+                ),
+                "checked": CheckedCoded(
+                    cc.BACC(k, n, systematic=True), tau=args.tau, max_group_wait=args.group_wait
+                ),
+            }
+            order = list(runs) if seed % 2 == 0 else list(runs)[::-1]
+            for name in order:
+                call = lenet_call(lenet, x)
+                record = serving.ThreadServer(
+                    trivial, n, runs[name], service=service, time_unit=args.master_unit, seed=seed
+                ).run(arrivals, inputs)
+                q = record.num_queries
+                us = record.master_s["frontend"] / q * 1e6
+                rows.setdefault(name, []).append(us)
+                rows.setdefault(f"{name}/lenet", []).append(us / (call * 1e6))
+                rows.setdefault("lenet", []).append(call * 1e6)
+                if name == "coded":
+                    rows.setdefault("encode", []).append(record.master_s["encode"] / q * 1e6)
+                    rows.setdefault("decode", []).append(record.master_s["decode"] / q * 1e6)
+                    rows.setdefault("decoded", []).append(record.counts()["decoded"] / q)
         print(
-            f"{k:4d} {n:4d} {args.master_queries:8d} {np.mean(decoded):8.3f} {fmt(per_query):>22s} "
-            f"{np.mean(encode):12.1f} {np.mean(decode):12.1f} {np.mean(ratio):18.1%} {fmt(plain):>22s}"
+            f"{k:4d} {n:4d} {np.median(rows['lenet']):9.0f} {np.median(rows['decoded']):8.3f} "
+            f"{cell(rows['none']):>16s} {cell(rows['coded']):>16s} {np.median(rows['encode']):7.1f} "
+            f"{np.median(rows['decode']):7.1f} {cell(rows['checked']):>16s} "
+            f"{cell(rows['coded/lenet'], 100, '{:.1f}%'):>20s} "
+            f"{cell(rows['checked/lenet'], 100, '{:.1f}%'):>20s}"
         )
 
 
