@@ -95,6 +95,9 @@ _RANGE = np.arange(4096)
 _RANGE.flags.writeable = False
 
 
+_INF = float("inf")
+
+
 def _largest(values: np.ndarray) -> float:
     """``np.max(np.abs(values), initial=0.0)``, without its wrapper."""
     return np.maximum.reduce(np.abs(values), axis=None, initial=0.0)
@@ -179,13 +182,17 @@ def _simplex_minimiser(gram: np.ndarray) -> np.ndarray:
 
 def _three_minimiser(g: list) -> list:
     """:func:`_simplex_minimiser` of three candidates (``g`` the Gram matrix as lists): its
-    faces in its order and arithmetic, without the loops' bookkeeping (a decode fits one per
-    gap size)."""
-    (g00, g01, g02), (_, g11, g12), (_, _, g22) = g
-    best, best_w = np.inf, [1.0, 0.0, 0.0]
-    for i, value in enumerate((g00, g11, g22)):
-        if value < best - 1e-12 * (1.0 + best if best < np.inf else 0.0):
-            best, best_w = value, [float(k == i) for k in range(3)]
+    faces in its order and arithmetic (the triangle's :func:`_three_face` written out), without
+    the loops' bookkeeping: a decode fits one per gap size, and the loops cost more than the
+    arithmetic."""
+    (g00, g01, g02), (g10, g11, g12), (g20, g21, g22) = g
+    best, best_w = _INF, [1.0, 0.0, 0.0]
+    if g00 < best:
+        best = g00
+    if g11 < best - 1e-12 * (1.0 + best if best < _INF else 0.0):
+        best, best_w = g11, [0.0, 1.0, 0.0]
+    if g22 < best - 1e-12 * (1.0 + best if best < _INF else 0.0):
+        best, best_w = g22, [0.0, 0.0, 1.0]
     for i, j, a, b, c in ((0, 1, g00, g01, g11), (0, 2, g00, g02, g22), (1, 2, g11, g12, g22)):
         curvature = a - 2.0 * b + c
         if not curvature > 1e-14 * (abs(a) + abs(c)):  # flat along the edge: a vertex is as low
@@ -196,27 +203,45 @@ def _three_minimiser(g: list) -> list:
         w_i = min(max(w_i, 0.0), 1.0)
         w_j = 1.0 - w_i
         value = w_i * w_i * a + 2.0 * w_i * w_j * b + w_j * w_j * c
-        if value < best - 1e-12 * (1.0 + best if best < np.inf else 0.0):
+        if value < best - 1e-12 * (1.0 + best if best < _INF else 0.0):
             best, best_w = value, [0.0, 0.0, 0.0]
             best_w[i], best_w[j] = w_i, w_j
-    w = _three_face(g, [0, 1, 2])
-    if w is None:  # too close to singular for the closed form: the general face solve
-        gram = np.array(g)
-        kkt = np.ones((4, 4))
-        kkt[:3, :3], kkt[3, 3] = gram, 0.0
-        w_face = np.linalg.lstsq(kkt, np.r_[np.zeros(3), 1.0], rcond=None)[0][:3]
-        if np.any(w_face < -1e-12) or not abs(w_face.sum() - 1.0) < 1e-9:
-            return best_w
-        w_face = np.clip(w_face, 0.0, None)
-        w_face /= w_face.sum()
-        value = float(w_face @ gram @ w_face)
-        w = w_face.tolist()
-    elif w == []:  # the triangle's minimiser lies outside it
+    # the triangle: G^-1 1 / (1^T G^-1 1) by cofactors, as _three_face gives it
+    c00, c01, c02 = g11 * g22 - g12 * g21, g02 * g21 - g01 * g22, g01 * g12 - g02 * g11
+    c10, c11, c12 = g12 * g20 - g10 * g22, g00 * g22 - g02 * g20, g02 * g10 - g00 * g12
+    c20, c21, c22 = g10 * g21 - g11 * g20, g01 * g20 - g00 * g21, g00 * g11 - g01 * g10
+    determinant = g00 * c00 + g01 * c10 + g02 * c20
+    w0, w1, w2 = c00 + c01 + c02, c10 + c11 + c12, c20 + c21 + c22
+    total = w0 + w1 + w2
+    if not (abs(determinant) > 1e-10 * abs(g00 * g11 * g22) and abs(total) > 0.0):
+        return _three_by_least_squares(g, best, best_w)  # too close to singular for the closed form
+    w0, w1, w2 = w0 / total, w1 / total, w2 / total
+    if min(w0, w1, w2) < -1e-12:  # the triangle's minimiser lies outside it
         return best_w
-    else:
-        value = sum(w[i] * w[j] * g[i][j] for i in range(3) for j in range(3))
-    if value < best - 1e-12 * (1.0 + best if best < np.inf else 0.0):
-        return w
+    w0, w1, w2 = max(w0, 0.0), max(w1, 0.0), max(w2, 0.0)
+    total = w0 + w1 + w2
+    w0, w1, w2 = w0 / total, w1 / total, w2 / total
+    value = w0 * w0 * g00 + w0 * w1 * g01 + w0 * w2 * g02 + w1 * w0 * g10 + w1 * w1 * g11
+    value = value + w1 * w2 * g12 + w2 * w0 * g20 + w2 * w1 * g21 + w2 * w2 * g22
+    if value < best - 1e-12 * (1.0 + best if best < _INF else 0.0):
+        return [w0, w1, w2]
+    return best_w
+
+
+def _three_by_least_squares(g: list, best: float, best_w: list) -> list:
+    """The triangle's face of :func:`_three_minimiser` by least squares on its KKT system
+    (singular or nearly singular ``G``), against the best of its vertices and edges."""
+    gram = np.array(g)
+    kkt = np.ones((4, 4))
+    kkt[:3, :3], kkt[3, 3] = gram, 0.0
+    w_face = np.linalg.lstsq(kkt, np.r_[np.zeros(3), 1.0], rcond=None)[0][:3]
+    if np.any(w_face < -1e-12) or not abs(w_face.sum() - 1.0) < 1e-9:
+        return best_w
+    w_face = np.clip(w_face, 0.0, None)
+    w_face /= w_face.sum()
+    value = float(w_face @ gram @ w_face)
+    if value < best - 1e-12 * (1.0 + best if best < _INF else 0.0):
+        return w_face.tolist()
     return best_w
 
 
