@@ -11,12 +11,14 @@ from .base import Code, by_worker, read_only
 __all__ = ["BACC", "berrut_matrix"]
 
 #: From this many ``K * N`` on, BACC decodes through one :class:`BerrutMap` for every alive set
-#: (built at the first decode; ``O(K + N)`` a call once its sums take the fast multipole path,
-#: from about ``K N = 4e5``); below it, through a dense matrix per alive set, cached.
+#: (built at the first decode; ``O(K + N)`` a call where its sums take the fast multipole path,
+#: which their cost model picks by the output's width: from about ``K N = 4e5`` at widths 10 to
+#: 200); below it, through a dense matrix per alive set, cached.
 FAST_DECODE_SIZE = 2**14
-#: From this many ``K * N`` on, BACC encodes through a :class:`BerrutMap`; below it through the
-#: dense ``(N, K)`` matrix, cheaper there (``benchmarks/bench_master_bacc.py``).
-FAST_ENCODE_SIZE = 2**19
+#: From this many ``K * N`` on, BACC encodes through a :class:`BerrutMap` where its cost model
+#: picks the tree for the call's width (:meth:`~codedcomputing.spline.CauchySum.levels_for`),
+#: else through the dense ``(N, K)`` matrix; below it always through that matrix.
+FAST_ENCODE_SIZE = 2**14
 
 
 class BACC(Code):
@@ -31,8 +33,8 @@ class BACC(Code):
     Promise (tested): constant inputs are recovered exactly through any ``f``, from any one
     or more results (a Berrut interpolant reproduces constants).
 
-    Cost: at large sizes (``K N`` above ``FAST_ENCODE_SIZE``, ``FAST_DECODE_SIZE`` and about
-    4e5 for the decoder) an encode or a decode (any alive set) costs ``O((K + N) d)``, through
+    Cost: at large sizes (``K N`` from about 4e5 at widths 10 to 200; the Cauchy sums' cost model
+    decides per width) an encode or a decode (any alive set) costs ``O((K + N) d)``, through
     a 1-D fast multipole method for the interpolant's Cauchy sums
     (:class:`~codedcomputing.spline.berrut.BerrutMap`), which agrees with the dense matrices to
     about 1e-14 relative; below, dense matrices (``O(K N d)``, cheaper there).
@@ -141,7 +143,8 @@ class BACC(Code):
         return state
 
     def _encode(self, X):
-        if self._fast_encode:
+        width = int(np.prod(X.shape[1:], dtype=np.int64))
+        if self._fast_encode and self._map("encoder").sums.levels_for(width) > 0:
             return self._copy_systematic(self._map("encoder")(X), X)
         return self._copy_systematic(_arraylib.apply_matrix(self.encoder_matrix, X), X)
 

@@ -61,7 +61,7 @@ class BerrutMap:
         self.nodes = np.asarray(nodes, dtype=np.float64)
         self.points = np.asarray(points, dtype=np.float64)
         self.sums = CauchySum(self.nodes, self.points, dense=dense)
-        self._position = _ranks(self.nodes)  # rank among all nodes: a charge's row on the tree
+        self._position = _ranks(self.nodes)  # rank among all nodes: a charge's row in the sums
         self._point_position = _ranks(self.points)  # a point's row in the tree's results
         self._every = None  # the denominators with every node chosen (an encoder's), in the sums' rows
 
@@ -117,13 +117,12 @@ class BerrutMap:
         return estimates.to(given).reshape(shape)
 
     def _on_host(self, flat: np.ndarray, chosen: np.ndarray, every: bool) -> np.ndarray:
-        """``r(points)`` for float64 or complex128 numpy ``flat`` (``(len(chosen), d)``): on
-        the tree, the charges are written in the sources' sorted order and the results read
-        in the points' sorted order, so that the sums gather nothing; with every node chosen
-        (an encoder) the denominators are the same at every call, summed once."""
+        """``r(points)`` for float64 or complex128 numpy ``flat`` (``(len(chosen), d)``): the
+        charges are written in the nodes' sorted order and the sums read in the points' (the
+        Cauchy sums' own order: they gather nothing); with every node chosen (an encoder) the
+        denominators are the same at every call, summed once."""
         n, d = self.nodes.size, flat.shape[1]
-        tree = self.sums.levels > 0
-        rows = self._position[chosen] if tree else chosen
+        rows = self._position[chosen]
         reference = flat[:1]
         weighted = flat - reference
         if every:  # signs alternate along the sorted nodes
@@ -135,33 +134,31 @@ class BerrutMap:
             charges = np.zeros((n, d + 1), dtype=flat.dtype)
             charges[rows, d] = signs
         charges[rows, :d] = weighted
-        sums = self.sums.sorted_sums(charges) if tree else self.sums(charges)
+        sums = self.sums.sorted_sums(charges)
         denominators = self._every_denominators() if every else sums[:, d:]
         # a point on a chosen node takes its value: no 0 / 0 there
         row_of = np.full(n, -1, dtype=np.int64)
         row_of[chosen] = np.arange(chosen.size)
         targets, sources = self.sums.coincident
         hit = row_of[sources] >= 0
-        on_node = self._point_position[targets[hit]] if tree else targets[hit]
+        on_node = self._point_position[targets[hit]]
         if on_node.size:
             denominators = denominators.copy()
             denominators[on_node] = 1.0
         estimates = np.divide(sums[:, :d], denominators)
         estimates += reference
         estimates[on_node] = flat[row_of[sources[hit]]]
-        if tree and self.sums.target_order is not None:  # back to the points' order
+        if self.sums.target_order is not None:  # back to the points' order
             ordered = np.empty_like(estimates)
             ordered[self.sums.target_order] = estimates
             estimates = ordered
         return estimates
 
     def _every_denominators(self) -> np.ndarray:
-        if self._every is None:
-            if self.sums.levels > 0:  # the charges in sorted order: signs alternate
-                alternating = np.where(np.arange(self.nodes.size) % 2 == 0, 1.0, -1.0)[:, None]
-                self._every = self.sums.sorted_sums(alternating)
-            else:
-                self._every = self.sums(np.where(self._position % 2 == 0, 1.0, -1.0)[:, None])
+        if self._every is None:  # the charges in sorted order: signs alternate
+            self._every = self.sums.sorted_sums(
+                np.where(np.arange(self.nodes.size) % 2 == 0, 1.0, -1.0)[:, None]
+            )
             self._every.flags.writeable = False
         return self._every
 

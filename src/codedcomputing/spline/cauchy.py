@@ -36,15 +36,26 @@ __all__ = ["CauchySum"]
 #: Chebyshev nodes per box: the far field's relative error is about 5.8^-ORDER per box pair
 #: (measured against the dense sums: 16 gives up to 3e-13, 18 about 1e-15).
 ORDER = 18
-#: Relative cost of one multiply-add in the near field and the leaf transfers (small padded
-#: blocks, gathered) against one in a dense product, and the fixed cost of one level of the
-#: tree in multiply-adds per column (numpy calls): the tree's depth and the dense/fast choice
-#: minimise the modelled cost.
-SPARSE_COST = 2.0
-LEVEL_COST = 20_000
-#: The fixed cost of a leaf (its small blocks' calls), in the same units. With these, the
-#: depth chosen is the fastest measured for K = N / 10, N = 2,000 to 16,000, width 10.
-LEAF_COST = 4_000
+#: The cost model that picks, per number of columns ``d``, the dense product or the tree and
+#: its depth, in units of one multiply-add of a wide dense product (BLAS-3, one thread, about
+#: 0.05 ns here). The tree's stored entries (near field and leaf transfers: products on slices
+#: of the sorted points) cost ``STORED_COST`` each per call plus ``NEAR_COST`` per column; its
+#: ``p x p`` products ``TREE_COST`` per multiply-add; a leaf (its numpy calls) ``LEAF_COST``.
+#: The dense product costs ``DENSE_ENTRY_COST`` per entry plus, per multiply-add,
+#: ``DENSE_NARROW_COST`` up to ``NARROW`` columns (a narrow product is slower per multiply-add)
+#: and 1 beyond. Least squares on CPU times of both BACC directions, K = N / 10, N = 500 to
+#: 16,000, d = 1, 11, 51 and 201, depths 2 to 8 and dense: the depth chosen costs 8% more than
+#: the fastest measured on average (at most 2.1x, at d = 1).
+STORED_COST = 13.8
+NEAR_COST = 1.24
+TREE_COST = 0.94
+LEAF_COST = 171_000
+DENSE_ENTRY_COST = 2.0
+DENSE_NARROW_COST = 1.9
+NARROW = 16
+#: The tree's per-level arrays, ``(2^L, p, d)``, are kept within this many bytes (beyond the
+#: cache its products slowed 2-2.5x at d = 201, past the model): deeper trees are not tried.
+TREE_BYTES = 2**21
 
 
 def _chebyshev_nodes(order: int) -> np.ndarray:
@@ -70,106 +81,157 @@ class CauchySum:
     """The linear map ``c -> s``, ``s_i = sum_{j: t_j != z_i} c_j / (z_i - t_j)``, for fixed
     sources ``t`` (``(N,)``) and targets ``z`` (``(M,)``), applied to ``(N, ...)`` arrays.
 
-    Built once in ``O((N + M) p + near)`` and applied in ``O((N + M) p d + near d)`` by a 1-D
-    fast multipole method (module docstring), or by the dense ``(M, N)`` matrix where that is
-    predicted cheaper; both agree with the dense sum to about 1e-14 relative to
-    ``sum_j |c_j| / |z_i - t_j|``. ``dense=True`` / ``False`` forces a path. No checks are
-    performed: finite points, ``N >= 1``.
+    Applied in ``O((N + M) p d + near d)`` by a 1-D fast multipole method (module docstring),
+    or by the dense ``(M, N)`` matrix where that is predicted cheaper for the call's number of
+    columns ``d`` (:meth:`levels_for`); each tree, and the matrix, is built at its first use
+    (``O((N + M) p + near)``; ``O(N M)``). Both agree with the dense sum to about 1e-14
+    relative to ``sum_j |c_j| / |z_i - t_j|``. ``dense=True`` / ``False`` forces a path. No
+    checks are performed: finite points, ``N >= 1``.
 
     Attributes
     ----------
     coincident : (ndarray, ndarray)
         ``(targets, sources)``: the index pairs with ``z_i == t_j``, left out of the sums.
+    source_order, target_order : ndarray or None
+        The points' sorted order (stable), None where they are sorted already: the order of
+        :meth:`sorted_sums`' charges and results.
     levels : int
-        The tree's depth ``L`` (0 for the dense map).
+        The tree's depth ``L`` for one column (0: the dense matrix); :meth:`levels_for` for others.
     """
 
     def __init__(self, sources, targets, *, dense: bool | None = None, order: int = ORDER):
         self.sources = np.asarray(sources, dtype=np.float64)
         self.targets = np.asarray(targets, dtype=np.float64)
         self.order = order
-        n, m = self.sources.size, self.targets.size
         lo = min(self.sources.min(initial=np.inf), self.targets.min(initial=np.inf))
         hi = max(self.sources.max(initial=-np.inf), self.targets.max(initial=-np.inf))
         self._lo, self._width = lo, (hi - lo if hi > lo else 1.0)
-        self.source_order = self.target_order = None  # None: already sorted (see sorted_sums)
-        levels, fast_cost = self._plan()
-        if dense is None:
-            dense = levels < 2 or fast_cost >= n * m
-        if dense:
-            self.levels = 0
-            self._build_dense()
-        else:
-            self.levels = levels
-            self._build_tree(levels)
+        self._orders = [np.argsort(x, kind="stable") for x in (self.sources, self.targets)]
+        self.source_order, self.target_order = (None if _is_identity(o) else o for o in self._orders)
+        self.coincident = _equal_pairs(self.targets, self.sources)
+        self._forced = dense
+        n, m = self.sources.size, self.targets.size
+        top = int(np.clip(np.ceil(np.log2(max(n + m, 2))), 2, 24))
+        self._near = {levels: self._near_entries(levels) for levels in range(2, top + 1)}
+        self._plans: dict[int, int] = {}
+        self._built: dict[int, object] = {}  # depth -> _Tree; 0 -> the dense matrices
+
+    @property
+    def levels(self) -> int:
+        return self.levels_for(1)
 
     # -- planning ------------------------------------------------------------------------
-
-    def _leaf_counts(self, levels: int) -> tuple[np.ndarray, np.ndarray]:
-        boxes = 2**levels
-        return (
-            np.bincount(self._box(self.sources, levels), minlength=boxes),
-            np.bincount(self._box(self.targets, levels), minlength=boxes),
-        )
 
     def _box(self, x: np.ndarray, levels: int) -> np.ndarray:
         boxes = 2**levels
         return np.clip(((x - self._lo) * (boxes / self._width)).astype(np.int64), 0, boxes - 1)
 
     def _near_entries(self, levels: int) -> int:
-        sources, targets = self._leaf_counts(levels)
+        boxes = 2**levels
+        sources = np.bincount(self._box(self.sources, levels), minlength=boxes)
+        targets = np.bincount(self._box(self.targets, levels), minlength=boxes)
         near = sources.copy()
         near[1:] += sources[:-1]
         near[:-1] += sources[1:]
         return int(near @ targets)
 
-    def _plan(self) -> tuple[int, float]:
-        """``(L, cost)``: the depth that minimises the modelled multiply-adds per column."""
-        n, m, p = self.sources.size, self.targets.size, self.order
-        best = (0, np.inf)
-        top = int(np.clip(np.ceil(np.log2(max(n + m, 2))), 2, 24))
-        for levels in range(2, top + 1):
-            boxes = 2**levels
-            cost = (
-                SPARSE_COST * (self._near_entries(levels) + (n + m) * p)
-                + (12 * p * p + LEAF_COST) * boxes
-                + LEVEL_COST * levels
-            )
-            if cost < best[1]:
-                best = (levels, cost)
-        return best
+    def levels_for(self, width: int) -> int:
+        """The depth that minimises the modelled cost of ``width`` columns (module constants),
+        0 where the dense product is cheaper (or forced)."""
+        plan = self._plans.get(width)
+        if plan is None:
+            n, m, p, d = self.sources.size, self.targets.size, self.order, max(width, 1)
+            per_column = DENSE_NARROW_COST if d <= NARROW else 1.0
+            plan, best = 0, (np.inf if self._forced is False else n * m * (DENSE_ENTRY_COST + per_column * d))
+            if self._forced is not True:
+                for levels, near in self._near.items():
+                    boxes, stored = 2**levels, near + (n + m) * p
+                    if levels > 2 and boxes * p * d * 8 > TREE_BYTES:
+                        break
+                    cost = (
+                        stored * (STORED_COST + NEAR_COST * d)
+                        + TREE_COST * 12 * p * p * boxes * d
+                        + LEAF_COST * boxes
+                    )
+                    if cost < best:
+                        plan, best = levels, cost
+            self._plans[width] = plan
+        return plan
 
-    # -- building ------------------------------------------------------------------------
+    def _tree(self, levels: int) -> _Tree:
+        tree = self._built.get(levels)
+        if tree is None:
+            tree = self._built[levels] = _Tree(self, levels)
+        return tree
 
-    def _build_dense(self) -> None:
-        with np.errstate(divide="ignore"):
-            matrix = 1.0 / (self.targets[:, None] - self.sources[None, :])
-        rows, cols = np.nonzero(~np.isfinite(matrix))
-        matrix[rows, cols] = 0.0
-        self.coincident = (rows, cols)
-        matrix.flags.writeable = False
-        self._dense = matrix
+    def _dense(self) -> tuple[np.ndarray, np.ndarray]:
+        """The ``(M, N)`` matrices, in the points' sorted order and in their given order."""
+        matrices = self._built.get(0)
+        if matrices is None:
+            sources, targets = self.sources[self._orders[0]], self.targets[self._orders[1]]
+            with np.errstate(divide="ignore"):
+                ordered = 1.0 / (targets[:, None] - sources[None, :])
+            ordered[np.isinf(ordered)] = 0.0  # coincident pairs are left out
+            given = np.empty_like(ordered)
+            given[np.ix_(self._orders[1], self._orders[0])] = ordered
+            for matrix in (ordered, given):
+                matrix.flags.writeable = False
+            matrices = self._built[0] = (ordered, given)
+        return matrices
 
-    def _build_tree(self, levels: int) -> None:
-        p, boxes = self.order, 2**levels
-        leaf_width = self._width / boxes
-        source_box, target_box = self._box(self.sources, levels), self._box(self.targets, levels)
-        self.coincident = _equal_pairs(self.targets, self.sources)
+    # -- applying ------------------------------------------------------------------------
+
+    def __call__(self, charges):
+        """``s`` for ``charges`` of shape ``(N, ...)`` (numpy or torch, any float dtype):
+        shape ``(M, ...)``, in ``charges``' type, dtype and device."""
+        shape = (self.targets.size, *tuple(charges.shape[1:]))
+        flat = charges.reshape(charges.shape[0], -1)
+        if _arraylib.is_torch(flat):
+            levels = self.levels_for(flat.shape[1])
+            if levels == 0:
+                return _arraylib.apply_matrix(self._dense()[1], flat).reshape(shape)
+            return self._tree(levels).torch_sums(flat).reshape(shape)
+        if self.source_order is not None:
+            flat = flat[self.source_order]
+        out = self.sorted_sums(flat)
+        if self.target_order is not None:
+            unsorted = np.empty_like(out)
+            unsorted[self.target_order] = out
+            out = unsorted
+        return out.reshape(shape)
+
+    def sorted_sums(self, charges: np.ndarray) -> np.ndarray:
+        """The sums for numpy ``charges`` of shape ``(N, d)`` given at the sources in sorted
+        order (``sources[source_order]``), at the targets in sorted order: ``(M, d)``."""
+        levels = self.levels_for(charges.shape[1])
+        if levels == 0:
+            with _arraylib.one_blas_thread:
+                return self._dense()[0] @ charges
+        return self._tree(levels).sums(charges)
+
+
+class _Tree:
+    """A :class:`CauchySum`'s tree of depth ``levels``: its leaves' blocks and its interactions."""
+
+    def __init__(self, owner: CauchySum, levels: int):
+        p, boxes = owner.order, 2**levels
+        self.order, self.levels, self.shape = p, levels, (owner.targets.size, owner.sources.size)
+        leaf_width = owner._width / boxes
+        source_box, target_box = owner._box(owner.sources, levels), owner._box(owner.targets, levels)
         # sources -> leaf charges at the Chebyshev nodes; leaf fields -> targets
-        centres = self._lo + (np.arange(boxes) + 0.5) * leaf_width
-        self._to_node = _lagrange_basis((self.sources - centres[source_box]) / (leaf_width / 2), p)
-        self._from_node = _lagrange_basis((self.targets - centres[target_box]) / (leaf_width / 2), p)
+        centres = owner._lo + (np.arange(boxes) + 0.5) * leaf_width
+        to_node = _lagrange_basis((owner.sources - centres[source_box]) / (leaf_width / 2), p)
+        from_node = _lagrange_basis((owner.targets - centres[target_box]) / (leaf_width / 2), p)
         # Points in sorted order (boxes are intervals): a leaf's sources, its targets and its
         # near field's sources (its own and its two neighbours') are slices of the sorted
         # charges and results, so that numpy applies every block to a view, without gathers
-        order = [np.argsort(x, kind="stable") for x in (self.sources, self.targets)]
-        self.source_order, self.target_order = (None if _is_identity(o) else o for o in order)
+        order = owner._orders
         source_starts, target_starts = (
             np.searchsorted(box[o], np.arange(boxes + 1))
             for box, o in zip((source_box, target_box), order, strict=True)
         )
-        sources, targets = self.sources[order[0]], self.targets[order[1]]
-        self._leaves = []
+        sources, targets = owner.sources[order[0]], owner.targets[order[1]]
+        self.leaves = []
         for b in range(boxes):
             own = slice(source_starts[b], source_starts[b + 1])
             rows = slice(target_starts[b], target_starts[b + 1])
@@ -177,23 +239,17 @@ class CauchySum:
             with np.errstate(divide="ignore"):
                 kernel = 1.0 / (targets[rows, None] - sources[None, near])
             kernel[np.isinf(kernel)] = 0.0  # coincident pairs are left out
-            leaf = (
-                own,
-                self._to_node[order[0][own]].T.copy(),
-                rows,
-                self._from_node[order[1][rows]],
-                near,
-                kernel,
-            )
+            leaf = (own, to_node[order[0][own]].T.copy(), rows, from_node[order[1][rows]], near, kernel)
             for array in leaf[1::2]:
                 array.flags.writeable = False
-            self._leaves.append(leaf)
-        self._blocks = None  # torch's (_torch_blocks), built at the first torch call
+            self.leaves.append(leaf)
+        self._orders, self._blocks = order, None  # torch's blocks: built at its first call
+        self._given = (owner.sources, owner.targets, to_node, from_node)
         # child c's nodes in its parent's coordinates: interpolation from parent to child
         nodes = _chebyshev_nodes(p)
         to_child = [_lagrange_basis((nodes + side) / 2, p) for side in (-1.0, 1.0)]
-        self._down = np.concatenate(to_child, axis=0)  # (2p, p): parent field -> children's
-        self._up = self._down.T.copy()  # (p, 2p): children's charges -> parent's
+        self.down = np.concatenate(to_child, axis=0)  # (2p, p): parent field -> children's
+        self.up = self.down.T.copy()  # (p, 2p): children's charges -> parent's
 
         # Interactions between sibling pairs (a left and a right child, 2p nodes) whose parents
         # are neighbours: the boxes 2 and 3 away (those 1 away are near). With a box of width
@@ -204,30 +260,58 @@ class CauchySum:
         zero = np.zeros((p, p))
         from_left = np.block([[unit(-2), zero], [unit(-3), unit(-2)]])  # pair j-1 -> pair j
         from_right = np.block([[unit(2), unit(3)], [zero, unit(2)]])  # pair j+1 -> pair j
-        self._interactions = {
-            level: (from_left * (2**level / self._width), from_right * (2**level / self._width))
+        self.interactions = {
+            level: (from_left * (2**level / owner._width), from_right * (2**level / owner._width))
             for level in range(2, levels + 1)
         }
-        for matrix in (self._down, self._up, *(m for pair in self._interactions.values() for m in pair)):
+        for matrix in (self.down, self.up, *(m for pair in self.interactions.values() for m in pair)):
             matrix.flags.writeable = False
+
+    def sums(self, charges: np.ndarray) -> np.ndarray:
+        """numpy, in the points' sorted order: ``(N, d)`` charges -> ``(M, d)`` sums."""
+        p, levels, d = self.order, self.levels, charges.shape[1]
+        dtype = np.result_type(charges.dtype, np.float64)
+        if d == 0:
+            return np.zeros((self.shape[0], 0), dtype=dtype)
+        with _arraylib.one_blas_thread:
+            # upward pass, box-major: (boxes, p, d) per level
+            moments = np.empty((2**levels, p, d), dtype=dtype)
+            for b, (own, to_node, *_) in enumerate(self.leaves):
+                np.matmul(to_node, charges[own], out=moments[b])
+            upward = [moments]
+            for _ in range(levels, 2, -1):
+                pairs = upward[-1].reshape(-1, 2 * p, d)  # a left and a right child each
+                upward.append(np.matmul(self.up, pairs))
+            # interactions and downward pass, from level 2 to the leaves, on sibling pairs
+            field = None
+            for level in range(2, levels + 1):
+                pairs = upward[levels - level].reshape(-1, 2 * p, d)
+                here = np.zeros_like(pairs) if field is None else np.matmul(self.down, field)
+                from_left, from_right = self.interactions[level]
+                here[1:] += np.matmul(from_left, pairs[:-1])
+                here[:-1] += np.matmul(from_right, pairs[1:])
+                field = here.reshape(-1, p, d)
+            out = np.empty((self.shape[0], d), dtype=dtype)
+            for b, (_, _, rows, from_node, near, kernel) in enumerate(self.leaves):
+                np.matmul(kernel, charges[near], out=out[rows])
+                out[rows] += from_node @ field[b]
+        return out
 
     def _torch_blocks(self) -> tuple:
         """The leaves' blocks for torch (any device): in the points' given order, stacked by
         padded shape, so that each step is a few large batched products (a GPU's way)."""
         if self._blocks is None:
             boxes, p = 2**self.levels, self.order
-            n, m = self.sources.size, self.targets.size
-            source_order = np.arange(n) if self.source_order is None else self.source_order
-            target_order = np.arange(m) if self.target_order is None else self.target_order
-            own, rows, near = ([leaf[i] for leaf in self._leaves] for i in (0, 2, 4))
+            (m, n), (source_order, target_order) = self.shape, self._orders
+            sources, targets, to_node, from_node = self._given
+            own, rows, near = ([leaf[i] for leaf in self.leaves] for i in (0, 2, 4))
             targets_in = [target_order[r] for r in rows]
+            leaf_nodes = [np.arange(p) * boxes + b for b in range(boxes)]  # row node * boxes + box
 
             def kernel(rows, cols):
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    return 1.0 / (self.targets[rows][:, :, None] - self.sources[cols][:, None, :])
+                    return 1.0 / (targets[rows][:, :, None] - sources[cols][:, None, :])
 
-            leaf_nodes = [np.arange(p) * boxes + b for b in range(boxes)]  # row node * boxes + box
-            to_node, from_node = self._to_node, self._from_node
             self._blocks = (
                 _Blocks(
                     (p * boxes, n),
@@ -245,62 +329,8 @@ class CauchySum:
             )
         return self._blocks
 
-    # -- applying ------------------------------------------------------------------------
-
-    def __call__(self, charges):
-        """``s`` for ``charges`` of shape ``(N, ...)`` (numpy or torch, any float dtype):
-        shape ``(M, ...)``, in ``charges``' type, dtype and device."""
-        if self.levels == 0:
-            return _arraylib.apply_matrix(self._dense, charges)
-        shape = (self.targets.size, *tuple(charges.shape[1:]))
-        flat = charges.reshape(charges.shape[0], -1)
-        if _arraylib.is_torch(flat):
-            return self._fmm_torch(flat).reshape(shape)
-        if self.source_order is not None:
-            flat = flat[self.source_order]
-        out = self.sorted_sums(flat)
-        if self.target_order is not None:
-            unsorted = np.empty_like(out)
-            unsorted[self.target_order] = out
-            out = unsorted
-        return out.reshape(shape)
-
-    def sorted_sums(self, charges: np.ndarray) -> np.ndarray:
-        """The sums for numpy ``charges`` of shape ``(N, d)`` given at the sources in sorted
-        order (``sources[source_order]``), at the targets in sorted order: ``(M, d)``. The tree's
-        path only (``levels >= 2``)."""
-        p, levels, d = self.order, self.levels, charges.shape[1]
-        dtype = np.result_type(charges.dtype, np.float64)
-        if d == 0:
-            return np.zeros((self.targets.size, 0), dtype=dtype)
-        with _arraylib.one_blas_thread:
-            # upward pass, box-major: (boxes, p, d) per level
-            moments = np.empty((2**levels, p, d), dtype=dtype)
-            for b, (own, to_node, *_) in enumerate(self._leaves):
-                np.matmul(to_node, charges[own], out=moments[b])
-            upward = [moments]
-            for _ in range(levels, 2, -1):
-                pairs = upward[-1].reshape(-1, 2 * p, d)  # a left and a right child each
-                upward.append(np.matmul(self._up, pairs))
-            # interactions and downward pass, from level 2 to the leaves, on sibling pairs
-            field = None
-            for level in range(2, levels + 1):
-                pairs = upward[levels - level].reshape(-1, 2 * p, d)
-                if field is None:
-                    here = np.zeros_like(pairs)
-                else:
-                    here = np.matmul(self._down, field)  # (boxes / 2, 2p, d)
-                from_left, from_right = self._interactions[level]
-                here[1:] += np.matmul(from_left, pairs[:-1])
-                here[:-1] += np.matmul(from_right, pairs[1:])
-                field = here.reshape(-1, p, d)
-            out = np.empty((self.targets.size, d), dtype=dtype)
-            for b, (_, _, rows, from_node, near, kernel) in enumerate(self._leaves):
-                np.matmul(kernel, charges[near], out=out[rows])
-                out[rows] += from_node @ field[b]
-        return out
-
-    def _fmm_torch(self, flat):
+    def torch_sums(self, flat):
+        """torch, in the points' given order: ``(N, d)`` charges -> ``(M, d)`` sums."""
         p, levels = self.order, self.levels
         d = flat.shape[1]
         to_moments, from_fields, near = self._torch_blocks()
@@ -312,18 +342,18 @@ class CauchySum:
             boxes = 2**level
             children = charges[level].reshape(p, boxes // 2, 2, d)
             pairs = _cat([children[:, :, 0], children[:, :, 1]], flat)  # (2p, boxes/2, d)
-            charges[level - 1] = product(self._up, pairs)
+            charges[level - 1] = product(self.up, pairs)
         field = None
         for level in range(2, levels + 1):
             boxes = 2**level
             pairs = charges[level].reshape(p, boxes // 2, 2, d)
             pairs = _cat([pairs[:, :, 0], pairs[:, :, 1]], flat)  # (2p, boxes/2, d)
-            from_left, from_right = self._interactions[level]
+            from_left, from_right = self.interactions[level]
             here = _zeros(flat, (2 * p, boxes // 2, d))
             here[:, 1:] = here[:, 1:] + product(from_left, pairs[:, :-1])
             here[:, :-1] = here[:, :-1] + product(from_right, pairs[:, 1:])
             if field is not None:
-                here = here + product(self._down, field)
+                here = here + product(self.down, field)
             # (2p, boxes/2, d) -> (p, boxes, d), children in order
             field = _stack_children(here.reshape(2, p, boxes // 2, d), flat)
         out = from_fields.product(_Blocks.extend(field.reshape(p * 2**levels, d)))
