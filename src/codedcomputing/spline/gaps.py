@@ -827,14 +827,15 @@ class GapAwareInterpolant:
         flat_y = y.reshape(y.shape[0], -1)
         estimates = estimates.reshape(shape[0], -1)
         flat_linear, flat_cubic = linear.reshape(shape[0], -1), cubic.reshape(shape[0], -1)
-        mean = flat_y.mean(0)
+        mean = None  # the results' mean, when a gap's blend takes it
         for group, w in zip(self.groups, fitted, strict=True):
             if group.maps is None:  # inside a gap: the linear, the cubic and the mean
-                value = (
-                    float(w[0]) * _arraylib.take_rows(flat_linear, group.points)
-                    + float(w[1]) * _arraylib.take_rows(flat_cubic, group.points)
-                    + float(w[2]) * mean
-                )
+                value = float(w[0]) * _arraylib.take_rows(flat_linear, group.points)
+                if w[1] != 0.0:  # (a term of weight 0 adds nothing but a pass over the rows)
+                    value = value + float(w[1]) * _arraylib.take_rows(flat_cubic, group.points)
+                if w[2] != 0.0:
+                    mean = flat_y.mean(0) if mean is None else mean
+                    value = value + float(w[2]) * mean
             else:
                 value = sum(
                     float(c) * _arraylib.apply_matrix(m, flat_y)
