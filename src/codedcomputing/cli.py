@@ -593,7 +593,15 @@ def serve(
     ),
     scheme: str = typer.Option("none", help=f"One of {', '.join(SERVE_SCHEMES)}."),
     replicas: int = typer.Option(4, "--replicas", "-r", min=1, help="R, the model replicas."),
-    backend: Backend = typer.Option("thread", help="thread (replica threads in this process)."),
+    backend: Backend = typer.Option(
+        "thread",
+        help="thread (replica threads in this process) or ray (one Ray actor per replica).",
+    ),
+    ray_address: str = typer.Option(
+        None,
+        help="With --backend ray: a running cluster to join (auto, host:port, ray://...); default: "
+        "a local Ray started with the server and stopped at its shutdown.",
+    ),
     host: str = typer.Option("127.0.0.1", help="The address to listen on."),
     port: int = typer.Option(8000, min=0, max=65535, help="The port to listen on."),
     input_shape: str = typer.Option(
@@ -623,6 +631,10 @@ def serve(
 ) -> None:
     """Serve a model over HTTP on R replicas with a straggler scheme (codedcomputing.serving.http).
 
+    Replicas are threads in this process, or with --backend ray Ray actors (the model shipped
+    once through the object store) on the cluster at --ray-address, or on a local Ray that the
+    server starts and stops. /health answers 503 until every replica is up.
+
     POST /predict {"inputs": [...]} -> {"outputs": [...], "exact": [...]}; GET /health (200 once
     ready); GET /metrics (Prometheus text). Times (--hedge-delay, --tau, --max-group-wait,
     --service-ms) are in milliseconds. SIGINT or SIGTERM drains the queries in flight and exits 0.
@@ -634,13 +646,10 @@ def serve(
     except ImportError as err:
         typer.echo(f"coded serve: {err}", err=True)
         raise typer.Exit(2) from None
-    from .serving import ThreadServer, make_scheme
+    from .serving import RayServer, ThreadServer, make_scheme
 
-    if backend.value != "thread":
-        raise typer.BadParameter(
-            "only the thread backend serves over HTTP for now (Ray replicas are not wired in)",
-            param_hint="--backend",
-        )
+    if ray_address is not None and backend.value != "ray":
+        raise typer.BadParameter("needs --backend ray", param_hint="--ray-address")
     if http_impl not in ("auto", "h11", "httptools"):
         raise typer.BadParameter(
             f"must be auto, h11 or httptools, got {http_impl!r}", param_hint="--http-impl"
@@ -691,15 +700,41 @@ def serve(
         raise typer.BadParameter("needs --service-ms (the straggler's base time)", param_hint="--stragglers")
 
     def make_server():
-        return ThreadServer(f, replicas, chosen, service=service, time_unit=1e-3, seed=seed)
+        options = {"service": service, "time_unit": 1e-3, "seed": seed}
+        if backend.value == "ray":  # on the Ray that _start_ray joined or started
+            return RayServer(f, replicas, chosen, address=ray_address, **options)
+        return ThreadServer(f, replicas, chosen, **options)
 
     app_ = http.create_app(make_server, shape, max_body_bytes=max_body_bytes, max_inputs=max_inputs)
+    where = "" if backend.value == "thread" else f" ({ray_address or 'a local Ray'})"
     typer.echo(
-        f"coded serve: {model} on {replicas} {backend.value} replicas, scheme {scheme}, "
+        f"coded serve: {model} on {replicas} {backend.value} replicas{where}, scheme {scheme}, "
         f"http://{host}:{port} (POST /predict, GET /health, GET /metrics)",
         err=True,
     )
-    http.run(app_, host, port, log_level=log_level, http=http_impl)
+    ray = _start_ray(ray_address) if backend.value == "ray" else None
+    try:
+        http.run(app_, host, port, log_level=log_level, http=http_impl)
+    finally:
+        if ray is not None:
+            ray.shutdown()
+
+
+def _start_ray(address: str | None):
+    """Join ``address`` or start a local Ray, here in the main thread (Ray's driver expects it),
+    before the HTTP server starts; the ``ray`` module, to shut down after it stops."""
+    try:
+        import ray
+    except ImportError:
+        typer.echo("coded serve: --backend ray needs Ray: pip install 'codedcomputing[ray]'", err=True)
+        raise typer.Exit(2) from None
+    ray.init(
+        address="local" if address is None else address,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+    )
+    return ray
 
 
 @app.command("bench-serve", cls=_Command)

@@ -290,6 +290,77 @@ def test_coded_serve_drains_in_flight_queries_on_a_signal_and_exits_0(sig):
         assert json.loads(response.text) == {"outputs": [x.tolist()], "exact": [True]}
 
 
+def _children(pid: int) -> set[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if parent == pid:
+                found.add(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc")
+def test_coded_serve_on_ray_answers_then_drains_and_stops_the_ray_it_started():
+    """One Ray actor replica on a local Ray the server starts: health, one predict, SIGTERM; the
+    server exits 0 and the Ray processes it started (its children) are gone. About 30 s on 2
+    shared cores, most of it Ray's start."""
+    pytest.importorskip("ray")
+    import httpx
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    serve = "serve --model identity --input-shape 4 --replicas 1 --backend ray --port".split()
+    command = [sys.executable, "-c", "from codedcomputing.cli import app; app()", *serve, str(port)]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    started: set[int] = set()
+    try:
+        deadline = time.monotonic() + 100
+        while True:
+            assert process.poll() is None, process.stdout.read().decode()
+            assert time.monotonic() < deadline, "coded serve --backend ray did not get ready in 100 s"
+            started |= _children(process.pid)
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        started |= _children(process.pid)
+        response = httpx.post(f"{url}/predict", json={"inputs": [[1.0, -2.0, 3.5, 4.0]]}, timeout=30)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=40) == 0
+        output = process.stdout.read().decode()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert response.status_code == 200, response.text
+    assert json.loads(response.text) == {"outputs": [[1.0, -2.0, 3.5, 4.0]], "exact": [True]}
+    assert "1 ray replicas (a local Ray)" in output
+    assert started, "the server started no Ray process of its own"
+    deadline = time.monotonic() + 15  # Ray's processes exit on their own once told to
+    while any(_alive(pid) for pid in started) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [pid for pid in started if _alive(pid)], output
+
+
 def test_the_package_and_the_cli_do_not_import_the_http_stack():
     code = (
         "import sys, codedcomputing, codedcomputing.serving, codedcomputing.cli; "
@@ -344,7 +415,7 @@ def test_coded_serve_refuses_bad_options_before_serving():
     from codedcomputing.cli import app as cli
 
     for options, word in (
-        (["--backend", "ray"], "thread backend"),
+        (["--ray-address", "auto"], "needs --backend ray"),  # the thread backend joins no cluster
         (["--scheme", "bogus"], "none, replication"),
         (["--scheme", "parm", "--model", "identity"], "parm needs"),
         (["--scheme", "coded", "--code", "lcc"], "bacc or gcc"),

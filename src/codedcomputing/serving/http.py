@@ -1,7 +1,10 @@
 """An HTTP endpoint over a :class:`~codedcomputing.serving.ThreadServer`: a Starlette app, a uvicorn runner.
 
 The serving core knows nothing of HTTP; this module is a thin ASGI app over the server's public
-API (``start``, ``submit(x) -> Future[Answer]``, ``close``). It needs the ``serve`` extra
+API (``start``, ``submit(x) -> Future[Answer]``, ``close``), so it serves thread replicas and
+Ray actor replicas (:class:`~codedcomputing.serving.RayServer`, a ThreadServer) alike: a
+RayServer started by the lifespan joins its cluster or starts a local Ray there, and its
+``close`` at shutdown stops the Ray it started. It needs the ``serve`` extra
 (``pip install 'codedcomputing[serve]'``: Starlette and uvicorn); nothing else in the package
 imports it. ``coded serve`` runs it; :func:`create_app` builds it for tests and embedding.
 
@@ -215,7 +218,8 @@ def create_app(
     Parameters
     ----------
     make_server : callable
-        Returns a new, not started :class:`~codedcomputing.serving.ThreadServer`; called once, in
+        Returns a new, not started :class:`~codedcomputing.serving.ThreadServer` (or
+        :class:`~codedcomputing.serving.RayServer`); called once, in
         the app's lifespan, which starts it (in a worker thread: ``/health`` answers 503 until
         then), sends it one warm-up query of zeros, and closes it at shutdown.
     input_shape : tuple of int
