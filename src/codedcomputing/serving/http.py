@@ -2,11 +2,13 @@
 
 The serving core knows nothing of HTTP; this module is a thin ASGI app over the server's public
 API (``start``, ``submit(x) -> Future[Answer]``, ``close``), so it serves thread replicas and
-Ray actor replicas (:class:`~codedcomputing.serving.RayServer`, a ThreadServer) alike: a
-RayServer started by the lifespan joins its cluster or starts a local Ray there, and its
-``close`` at shutdown stops the Ray it started. It needs the ``serve`` extra
-(``pip install 'codedcomputing[serve]'``: Starlette and uvicorn); nothing else in the package
-imports it. ``coded serve`` runs it; :func:`create_app` builds it for tests and embedding.
+Ray actor replicas (:class:`~codedcomputing.serving.RayServer`, a ThreadServer) alike. Start
+or join Ray in the main thread before :func:`run` and shut it down after (``coded serve
+--backend ray`` does): a RayServer left to start its own Ray would start it in the lifespan's
+worker thread, and such a process ended with SIGABRT at exit in 2 of 3 runs here (Ray 2.60).
+It needs the ``serve`` extra (``pip install 'codedcomputing[serve]'``: Starlette and uvicorn);
+nothing else in the package imports it. ``coded serve`` runs it; :func:`create_app` builds it
+for tests and embedding.
 
 Contract (clients and tests rely on it):
 
