@@ -44,8 +44,8 @@ decode plus ``O((POSITIONS (m + WINDOW) + |z in gaps|) d')`` for the gaps (``d'`
 at most :data:`~codedcomputing.spline.adaptive.SKETCH_COLUMNS` once sketched; the values
 are theta's own), one pass over the results for their mean, and the edge maps (``O(n d)``
 per point beyond an end, through Berrut). Measured (``benchmarks/bench_master_gcc.py``, a
-new alive set at every decode): 0.9-3.1 times the natural spline's decode from N = 50 to
-16,000 at widths 1-1,000. The weights are computed in float64 on the host; for torch
+new alive set at every decode, ``docs/master-cost.rst``): 1.2-3.0 times the natural spline's
+decode from N = 50 to 16,000 at widths 1-1,000. The weights are computed in float64 on the host; for torch
 tensors that require grad, autograd treats them as constants. A tensor on a device (CUDA)
 stays there: the residuals (of the results rescaled by their largest magnitude, sketched in
 float64 when wide), their scales and Gram matrices are computed on the device, and one read
