@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import pickle
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from scipy.interpolate import FloaterHormannInterpolator
 import codedcomputing as cc
 from codedcomputing.codes import bacc as bacc_module
 from codedcomputing.points import make_points
+from codedcomputing.spline import cauchy
 from codedcomputing.spline.berrut import BerrutMap, berrut_matrix
 from codedcomputing.spline.cauchy import CauchySum
 from codedcomputing.testing import check_code
@@ -211,3 +213,66 @@ def test_berrut_map_on_cpu_tensors_without_grad_matches_numpy():
         out = berrut(torch.tensor(values, dtype=dtype), chosen)
         assert isinstance(out, torch.Tensor) and out.dtype == dtype and out.shape == (50, 2, 3)
         np.testing.assert_array_equal(out.numpy(), berrut(values.astype(np_dtype), chosen))
+
+
+def _exact_cauchy_sums(sources, targets, charges):
+    """``sum_{t_j != z_i} c_j / (z_i - t_j)`` in exact rational arithmetic (the float64 inputs
+    are rationals), rounded once at the end."""
+    exact_sources = [Fraction(x) for x in sources.tolist()]
+    out = np.empty((targets.size, charges.shape[1]))
+    for column in range(charges.shape[1]):
+        exact_charges = [Fraction(x) for x in charges[:, column].tolist()]
+        for i, z in enumerate(targets.tolist()):
+            point = Fraction(z)
+            terms = (c / (point - t) for c, t in zip(exact_charges, exact_sources, strict=True) if t != point)
+            out[i, column] = float(sum(terms, Fraction(0)))
+    return out
+
+
+def test_fast_sums_and_berrut_map_match_exact_rational_arithmetic():
+    """An independent reference: the sums and Berrut's interpolant evaluated exactly. The tree
+    (forced) stays within the documented 1e-13 of ``sum_j |c_j| / |z_i - t_j|``."""
+    rng = np.random.default_rng(12)
+    sources = np.concatenate([rng.uniform(-1, 1, 200), rng.normal(0.3, 1e-3, 60)])  # some clustered
+    targets = np.concatenate([rng.uniform(-1.1, 1.1, 24), sources[::37]])  # some on sources
+    charges = rng.normal(size=(sources.size, 2))
+    exact = _exact_cauchy_sums(sources, targets, charges)
+    with np.errstate(divide="ignore"):
+        scale = np.abs(1.0 / (targets[:, None] - sources[None, :]))
+    scale[~np.isfinite(scale)] = 0.0
+    scale = scale @ np.abs(charges)
+    for dense in (False, True):
+        sums = CauchySum(sources, targets, dense=dense)
+        assert (sums.levels_for(2) >= 2) == (not dense)
+        assert np.max(np.abs(sums(charges) - exact) / scale) < 1e-13
+    # Berrut through a chosen subset: numerator and denominator exactly, one rounding each
+    chosen = np.sort(rng.choice(sources.size, 150, replace=False))
+    nodes = sources[chosen]
+    signs = np.where(np.argsort(np.argsort(nodes, kind="stable")) % 2 == 0, 1.0, -1.0)
+    values = rng.normal(size=(chosen.size, 1))
+    points = np.concatenate([rng.uniform(-1, 1, 20)])
+    num = _exact_cauchy_sums(nodes, points, signs[:, None] * values)
+    den = _exact_cauchy_sums(nodes, points, signs[:, None])
+    for dense in (False, True):
+        out = BerrutMap(sources, points, dense=dense)(values, chosen)
+        np.testing.assert_allclose(out, num / den, rtol=0, atol=1e-12 * np.abs(values).max())
+
+
+def test_cauchy_sums_pick_their_path_by_width_and_agree_across_paths():
+    """The cost model: the dense product for a small map, the tree for BACC's large decoder,
+    shallower (or as deep) for wide outputs, each level's arrays within TREE_BYTES; a wide call
+    and the same columns one at a time (possibly other paths) agree to rounding."""
+    small = CauchySum(np.linspace(-1, 1, 60), np.linspace(-0.9, 0.9, 7))
+    assert small.levels_for(1) == 0 and small.levels_for(200) == 0
+    workers, data = make_points("chebyshev", 8000, kind="workers"), make_points("chebyshev", 800, kind="data")
+    sums = CauchySum(workers, data)
+    narrow, wide = sums.levels_for(11), sums.levels_for(201)
+    assert narrow >= 2 and 2 <= wide <= narrow
+    assert 2**wide * sums.order * 201 * 8 <= cauchy.TREE_BYTES
+    rng = np.random.default_rng(13)
+    charges = rng.normal(size=(workers.size, 40))
+    together = sums(charges)
+    scale = np.abs(1.0 / (data[:, None] - workers[None, :])) @ np.abs(charges[:, [0, 17]])
+    for i, column in enumerate((0, 17)):
+        alone = sums(charges[:, column : column + 1])[:, 0]
+        assert np.max(np.abs(alone - together[:, column]) / scale[:, i]) < 2e-13
