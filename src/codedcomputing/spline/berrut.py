@@ -46,9 +46,10 @@ class BerrutMap:
     the first value given: the same interpolant as :func:`berrut_matrix` (subtracting ``y_0``
     changes nothing in exact arithmetic), with constants reproduced bit for bit. Numerator
     and denominator are Cauchy sums (:class:`~codedcomputing.spline.cauchy.CauchySum`, a 1-D
-    fast multipole method, or the dense matrix for small ``n m``), taken over all ``n`` nodes
-    with zero weight on the ones not chosen, so one map serves every subset. A point on a
-    chosen node takes that node's value exactly. Built once in ``O((n + m) p)``.
+    fast multipole method, or the dense matrix for small ``n m``, picked per number of columns),
+    taken over all ``n`` nodes with zero weight on the ones not chosen, so one map serves every
+    subset; with every node chosen the denominators are summed once and kept. A point on a
+    chosen node takes that node's value exactly. Built in ``O((n + m) p)`` at its first use.
 
     ``values`` are numpy arrays (summed in float64, returned in their dtype) or torch tensors:
     float32 or float64 ones on the CPU that need no grad as numpy (on a view: no torch thread

@@ -4,7 +4,7 @@ and targets ``z``: the numerator and denominator of Berrut's interpolant (:mod:`
 A one-dimensional fast multipole method with Chebyshev interpolation of the kernel (the
 "black-box" FMM of Fong and Darve, 2009, in one dimension). ``[lo, hi]``, the hull of all
 points, is halved ``L`` times into ``2^L`` leaf boxes. A target's *near field* is its own leaf
-and the two beside it, summed directly (a sparse matrix). A source box's contribution to a
+and the two beside it, summed directly (one dense block per leaf). A source box's contribution to a
 target box that is not beside it (at the same level, children of the parent's neighbours: at
 most three) goes through ``p`` Chebyshev nodes in each box: ``1 / (z - t)`` is interpolated in
 ``t`` over the source box and in ``z`` over the target box, both analytic there (the pole is
@@ -15,10 +15,14 @@ interpolated at the children's nodes), and leaf fields interpolated at the targe
 ``N`` sources, ``M`` targets and ``d`` columns the cost is ``O((N + M) p d + 2^L p^2 d + near)``.
 
 Boxes are uniform, so at each level every interaction is one of four ``p x p`` matrices (the
-kernel is translation invariant and homogeneous of degree -1). ``L`` minimises a cost model
-that counts the near field's actual entries, so clustered points (Chebyshev points crowd the
-ends of [-1, 1]) cost what they cost, never more than the dense sum; when the dense sum is
-predicted cheaper (small ``N M``), the map is the dense ``(M, N)`` matrix itself.
+kernel is translation invariant and homogeneous of degree -1), applied to sibling pairs as
+two ``2p x 2p`` matrices. On numpy the points are kept in sorted order, so that a leaf's
+sources, its targets and its near field's sources are slices of the charges and the sums:
+every block is a product on a view, without gathers. Per number of columns ``d``, a cost
+model (module constants, fitted to measured times) that counts the near field's actual
+entries picks ``L``, or the dense ``(M, N)`` matrix where that is predicted cheaper (small
+``N M``, narrow ``d``); each is built at its first use. Clustered points (Chebyshev points
+crowd the ends of [-1, 1]) cost what they cost.
 
 A target equal to a source (bit for bit) leaves that source out of its sum:
 :attr:`CauchySum.coincident` lists those pairs, for callers that give such targets that
