@@ -265,12 +265,8 @@ def demo(
         return
     import dataclasses
 
-    import torch
-
     from .experiments import demo as serving_demo
-    from .models import parity
 
-    torch.set_num_threads(1)  # the replicas are the parallelism: one torch thread each
     config = serving_demo.QUICK if quick else serving_demo.DemoConfig()
     unit = config.unit_ms if service_ms is None else service_ms
     changes = {
@@ -293,6 +289,11 @@ def demo(
         config.check()
     except ValueError as err:
         raise typer.BadParameter(str(err)) from None
+    import torch
+
+    from .models import parity
+
+    torch.set_num_threads(1)  # the replicas are the parallelism: one torch thread each
     data = datasets.mnist()
     f = models.numpy_function("lenet5", progress=True)
     parity_f, parm_note = None, None
@@ -301,7 +302,7 @@ def demo(
     else:
         parm_note = (
             "ParM left out: no parity model of LeNet-5 for groups of 2 is cached (train it with "
-            "codedcomputing.models.parity.load_parity('lenet5', 2), about a minute)"
+            "codedcomputing.models.parity.load_parity('lenet5', 2): 3 to 6 minutes on 2 cores)"
         )
     rows = serving_demo.run(
         config,

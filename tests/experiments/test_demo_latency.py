@@ -106,6 +106,22 @@ def test_serving_demo_prints_every_scheme_and_a_verdict_naming_the_lowest_tail(t
     assert float(rows[named]["p99.9 ms"]) == min(float(row["p99.9 ms"]) for row in rows.values())
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_serving_demo_leaves_parm_out_and_says_so_when_its_parity_model_is_not_cached(
+    trained_models, monkeypatch
+):
+    from codedcomputing.models import parity
+
+    monkeypatch.setattr(parity, "is_cached", lambda *args, **kwargs: False)
+    monkeypatch.setattr(parity, "load_parity", None)  # the demo must not train (or load) one
+    result = runner.invoke(app, ["demo", "--quick", "--queries", "24"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    rows = _serving_table(result.output)
+    assert "ParM k=2" not in rows and len(rows) == 5
+    assert "ParM left out: no parity model of LeNet-5 for groups of 2 is cached" in result.output
+
+
 def _row(scheme, kind, p999, accuracy=0.98, decoded=0.0, extra_load=0.0):
     return {
         "scheme": scheme,
