@@ -442,3 +442,40 @@ def test_tukeys_final_fit_is_gccs_default_decoder_on_the_kept_results():
     interpolant = cc.spline.fit(code.beta[kept], Y[kept])(code.alpha)
     truth = f(X)
     assert cc.metrics.mse(decoded.estimates, truth) < cc.metrics.mse(interpolant, truth) / 3
+
+
+def test_the_lambda_rules_pick_the_squared_losss_lambda_per_decode():
+    """``lambda_rule="pilot"``: the grid's lambda whose smoothing spline at alpha is nearest the
+    Tukey decode, searched a decade at a time and then finely (checked by a loop over the grid
+    with the public spline fit); ``"gcv"``: the
+    spline at the lambda GCV picks; both report it in ``info["lambda_dec"]``; the rules take
+    the squared loss and no explicit lambda."""
+    _, _, Y = smooth_case(N=60)
+    alive = np.arange(60)
+    attacked = cc.adversaries.Concentrated(3, M).corrupt(cc.GCC(9, 60), Y, alive, rng=0).results
+    clipped = np.clip(attacked, -M, M)
+    pilot = cc.RobustGCC(9, 60, 3, M, loss="squared", lambda_rule="pilot")
+    decoded = pilot.decode_details(attacked, alive)
+    tukey = cc.RobustGCC(9, 60, 3, M).decode(attacked, alive)
+    distances = [
+        np.sum((cc.spline.fit(pilot.beta, clipped, lam)(pilot.alpha) - tukey) ** 2)
+        for lam in cc.codes.robust.PILOT_GRID
+    ]
+    step, grid = cc.codes.robust.PILOT_STEP, cc.codes.robust.PILOT_GRID
+    coarse = min(range(0, grid.size, step), key=lambda i: distances[i])  # a decade at a time, then finely
+    fine = range(max(coarse - step + 1, 0), min(coarse + step, grid.size))
+    lam = decoded.info["lambda_dec"]
+    assert lam == grid[min(fine, key=lambda i: distances[i])]
+    expected = cc.spline.fit(pilot.beta, clipped, lam)(pilot.alpha)
+    np.testing.assert_allclose(decoded.estimates, expected, rtol=1e-8, atol=1e-10)
+    gcv = cc.RobustGCC(9, 60, 3, M, loss="squared", lambda_rule="gcv").decode_details(attacked, alive)
+    lam = gcv.info["lambda_dec"]
+    assert lam > 0
+    np.testing.assert_allclose(
+        gcv.estimates, cc.spline.fit(pilot.beta, clipped, lam)(pilot.alpha), atol=1e-10
+    )
+    for bad in ({"loss": "tukey"}, {"loss": "squared", "lambda_dec": 1e-3}):
+        with pytest.raises(ValueError, match="lambda_rule"):
+            cc.RobustGCC(9, 60, 3, M, lambda_rule="pilot", **bad)
+    with pytest.raises(ValueError, match="lambda_rule"):
+        cc.RobustGCC(9, 60, 3, M, loss="squared", lambda_rule="sup")

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from codedcomputing.codes.robust import PILOT_GRID
 from codedcomputing.experiments import EXPERIMENTS, adversarial, redraw, run_experiment
 from codedcomputing.experiments.records import means, read_csv
 
@@ -48,6 +49,11 @@ def test_rows_cover_every_setting_scheme_and_trial(rows):
     assert settings == {(200, 10, "concentrated")}
     assert {row["scheme"] for row in goal} == set(adversarial.SCHEMES)
     assert all(math.isfinite(row["mse"]) and row["decode_s"] > 0 for row in rows)
+    # the published decoder under the pilot rule (its lambda picked per decode) and the paper's schedule
+    rules = {(row["scheme"], row["lambda_rule"]) for row in rows if row["scheme"].startswith("robust-gcc")}
+    assert {("robust-gcc", "pilot"), ("robust-gcc-paper", "paper")} <= rules
+    picked = {row["lambda_dec"] for row in rows if row["scheme"] == "robust-gcc"}
+    assert picked <= set(PILOT_GRID.tolist()) and len(picked) > 1
 
 
 def test_robust_decoders_beat_plain_gcc_where_the_liars_are_concentrated(rows):

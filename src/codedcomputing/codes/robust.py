@@ -4,6 +4,7 @@ without locating them."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from scipy.linalg.lapack import dgbtrs, dpttrf, dpttrs
@@ -11,10 +12,13 @@ from scipy.linalg.lapack import dgbtrs, dpttrf, dpttrs
 from .. import _arraylib
 from .._validation import check_adversaries, check_choice, check_count, check_number, check_real_array
 from ..spline.gaps import GapAwareInterpolant
+from ..spline.gcv import gcv_lambda
+from ..spline.lambdas import lambda_grid
 from ..spline.reinsch import _check_points, _Smoother, _Stencil, check_knots, check_values
 from .gcc import GCC
 
 __all__ = [
+    "LAMBDA_RULES",
     "LOSSES",
     "SCHEDULES",
     "STARTS",
@@ -25,6 +29,11 @@ __all__ = [
 ]
 
 SCHEDULES = ("mse", "sup")
+LAMBDA_RULES = ("paper", "pilot", "gcv")
+# The pilot rule's grid of lambda (mean convention, points on [-1, 1]): 1e-12 to 100, PILOT_STEP
+# a decade, searched a decade at a time, then finely around the best
+PILOT_STEP = 4
+PILOT_GRID = 10.0 ** np.linspace(-12.0, 2.0, 14 * PILOT_STEP + 1)
 LOSSES = ("squared", "huber", "tukey", "median")
 STARTS = ("median", "spline")
 
@@ -212,6 +221,7 @@ class RobustGCC(GCC):
         schedule: str = "mse",
         scale: float | None = None,
         loss: str = "tukey",
+        lambda_rule: str = "paper",
         start: str = "median",
         iterations: int = 5,
         lambda_enc: float = 0.0,
@@ -224,6 +234,12 @@ class RobustGCC(GCC):
         self.bound = None if bound is None else check_number(bound, "bound", low=0.0, low_open=True)
         self.schedule = check_choice(schedule, "schedule", SCHEDULES)
         self.loss = check_choice(loss, "loss", LOSSES)
+        self.lambda_rule = check_choice(lambda_rule, "lambda_rule", LAMBDA_RULES)
+        if self.lambda_rule != "paper" and (self.loss != "squared" or lambda_dec is not None):
+            raise ValueError(
+                f"lambda_rule={self.lambda_rule!r} picks the squared loss's lambda at every decode: it "
+                f"takes loss='squared' and no lambda_dec, got loss={loss!r}, lambda_dec={lambda_dec!r}"
+            )
         self._scale_given = scale
         scale = DEFAULT_SCALES[self.loss] if scale is None else scale
         self.scale = check_number(scale, "scale", low=0.0)
@@ -345,7 +361,11 @@ class RobustGCC(GCC):
         flat = _arraylib.to_float64(Y).T[:, order].T
         flat = self._clip_sorted(knots, flat)
         info = {"lambda_dec": self._lambda_dec}
-        if self.loss == "squared":
+        if self.loss == "squared" and self.lambda_rule != "paper":
+            lam = self._picked_lambda(knots, flat, by_point)
+            info["lambda_dec"] = lam
+            estimates = _WeightedSpline(knots, lam, np.ones(knots.size), flat, self.alpha).estimates
+        elif self.loss == "squared":
             estimates = self._decoder(by_point)(flat)
         elif self.loss == "median":
             size = min(2 * self.num_adversaries + 1, alive.size)
@@ -433,6 +453,47 @@ class RobustGCC(GCC):
         """Whether the final fit is GCC's gap-aware decoder on the kept results (Tukey's loss
         at ``lambda_dec = 0``) rather than the last weighted spline."""
         return self.loss == "tukey" and self._lambda_dec == 0.0
+
+    def _picked_lambda(self, knots: np.ndarray, flat: np.ndarray, by_point: np.ndarray) -> float:
+        """The squared loss's lambda for this decode by ``lambda_rule`` (results clipped,
+        column-major, at sorted ``knots``): "gcv", generalised cross-validation on them; "pilot",
+        the ``PILOT_GRID`` value whose smoothing spline at ``alpha`` is nearest (least squares)
+        the Tukey decode of the same results."""
+        if knots.size < 3 or flat.shape[1] == 0:
+            return robust_lambda(self.num_adversaries, max(knots.size, 2), self.schedule)
+        if self.lambda_rule == "gcv":  # liars call for heavy smoothing: a grid up to c = 1e8
+            half_width = (knots[-1] - knots[0]) / 2.0  # the grid's scaling, as gcv_lambda's own
+            with warnings.catch_warnings():  # a minimum at the grid's end is the rule's answer
+                warnings.simplefilter("ignore", RuntimeWarning)
+                return gcv_lambda(knots, flat, lambda_grid(knots.size, 17, high=1e8) * half_width**3)
+        pilot, _ = self._pilot._reweighted(knots, np.array(flat, order="F"), self._ranks[by_point])
+        ones = np.ones(knots.size)
+        errors: dict[int, float] = {}
+
+        def distance(i: int) -> float:
+            if i not in errors:
+                fit = _WeightedSpline(knots, float(PILOT_GRID[i]), ones, flat, self.alpha)
+                errors[i] = float(np.sum((fit.estimates - pilot) ** 2))
+            return errors[i]
+
+        # one lambda a decade, then every grid value within a decade of the best (ties: the smaller)
+        coarse = min(range(0, PILOT_GRID.size, PILOT_STEP), key=distance)
+        fine = range(max(coarse - PILOT_STEP + 1, 0), min(coarse + PILOT_STEP, PILOT_GRID.size))
+        return float(PILOT_GRID[min(fine, key=distance)])
+
+    @property
+    def _pilot(self) -> RobustGCC:
+        """The Tukey decoder of the pilot rule (same points and bound)."""
+        if getattr(self, "_pilot_code", None) is None:
+            self._pilot_code = RobustGCC(
+                self.num_inputs,
+                self.num_workers,
+                self.num_adversaries,
+                self.bound,
+                alpha=self.alpha,
+                beta=self.beta,
+            )
+        return self._pilot_code
 
     @property
     def _start_lambda(self) -> float:

@@ -6,14 +6,19 @@ them (:mod:`codedcomputing.adversaries`; all N workers return) and records every
 MSE against ``f(x_k)`` and the master's decode time:
 
 - ``gcc``: plain GCC (``lambda = 0``, the library's default decoder), ``bacc``;
-- ``robust-gcc``: :class:`~codedcomputing.RobustGCC`, the published decoder (results clipped
-  to the bound, the smoothing spline with the schedule's ``lambda(q, N)``);
-  ``robust-gcc-huber`` and ``robust-gcc-tukey``: the same with reweighted fits (our addition);
-  ``robust-gcc-median``: the block medians joined linearly (a median-style decoder);
+- ``robust-gcc``: :class:`~codedcomputing.RobustGCC` with ``loss="squared"``, the published
+  decoder (results clipped to the bound, the smoothing spline), its lambda picked at every
+  decode by ``Config.squared_rules[0]`` (default ``lambda_rule="pilot"``); ``robust-gcc-paper``:
+  the same with the paper's fixed schedule ``lambda(q, N)`` times the calibrated constant (one
+  ``robust-gcc-<rule>`` per further rule); ``robust-gcc-huber`` and ``robust-gcc-tukey``:
+  reweighted fits (our addition; Tukey is RobustGCC's default); ``robust-gcc-median``: the
+  block medians joined linearly (a median-style decoder);
 - ``approxifer``: the error-locating baseline (:class:`~codedcomputing.ApproxIFER`), for N up
   to ``approxifer_max_workers`` (its master cost grows like ``N (K + q)^2`` per output).
 
-The schedule's constant (``scale``) is tuned per function and robust loss on a calibration
+Each row carries its ``lambda_rule`` (empty for the codes without one) and the ``lambda_dec``
+the decode used. The schedule's constant (``scale``) of the paper's rule is tuned per function
+and robust loss on a calibration
 run of its own seed (N = 200, q = 10, the concentrated and random attacks; 0 and the powers
 of ten from 1e-9 to 1), and the tuned scales are written in the rows. The goal setting of the issue, N =
 200 and q = 10 under the concentrated attack, is run as its own block (``exponent`` empty).
@@ -40,6 +45,7 @@ import numpy as np
 from .. import adversaries, datasets, metrics, models
 from .._progress import progress as show_progress
 from ..codes import BACC, GCC, ApproxIFER, RobustGCC
+from ..codes.robust import LAMBDA_RULES
 from ..errors import NonFiniteResultWarning
 from .records import (
     COUNT,
@@ -59,10 +65,13 @@ NAME = "adversarial"
 SUMMARY = "robust GCC: MSE against N with q = ceil(N^a) liars, every attack; slopes"
 FUNCTIONS = ("xsinx", "lenet5")
 ATTACKS = tuple(adversaries.ATTACKS)
-ROBUST = ("robust-gcc", "robust-gcc-huber", "robust-gcc-tukey", "robust-gcc-median")
+ROBUST = ("robust-gcc", "robust-gcc-paper", "robust-gcc-huber", "robust-gcc-tukey", "robust-gcc-median")
 SCHEMES = ("gcc", "bacc", *ROBUST, "approxifer")
 LOSS = {
     "robust-gcc": "squared",
+    "robust-gcc-paper": "squared",
+    "robust-gcc-pilot": "squared",
+    "robust-gcc-gcv": "squared",
     "robust-gcc-huber": "huber",
     "robust-gcc-tukey": "tukey",
     "robust-gcc-median": "median",
@@ -95,6 +104,9 @@ class Config:
     calibration_trials: int = 3
     approxifer_max_workers: int = 500
     goal: bool = True
+    # The squared loss's lambda rules (RobustGCC's lambda_rule): the first is "robust-gcc",
+    # the others "robust-gcc-<rule>" ("paper": the fixed schedule with the calibrated scale).
+    squared_rules: tuple[str, ...] = ("pilot", "paper")
 
 
 QUICK = Config(
@@ -133,13 +145,31 @@ def _functions(config: Config, seed: int, progress: bool) -> dict:
     return out
 
 
-def _robust(k: int, n: int, q: int, bound: float, scheme: str, scale: float | None) -> RobustGCC:
-    return RobustGCC(k, n, q, bound, loss=LOSS[scheme], scale=scale)
+def _schemes(config: Config) -> tuple[str, ...]:
+    """The robust schemes run: one squared-loss scheme per lambda rule, then the others."""
+    squared = ["robust-gcc", *(f"robust-gcc-{rule}" for rule in config.squared_rules[1:])]
+    return (*squared, "robust-gcc-huber", "robust-gcc-tukey", "robust-gcc-median")
 
 
-def calibrate(f, draw, bound: float, k: int, trials: int, seed: int) -> dict[str, float]:
-    """The schedule's constant per robust scheme: the grid value with the least mean log MSE
-    at N = 200, q = 10 over the concentrated and random attacks (its own seed)."""
+def _rule(config: Config, scheme: str) -> str:
+    """The lambda rule of a robust scheme ("paper" for the losses other than squared)."""
+    if scheme == "robust-gcc":
+        return config.squared_rules[0]
+    return (
+        scheme.removeprefix("robust-gcc-") if scheme.removeprefix("robust-gcc-") in LAMBDA_RULES else "paper"
+    )
+
+
+def _robust(k: int, n: int, q: int, bound: float, scheme: str, scale: float | None, rule: str = "paper"):
+    return RobustGCC(
+        k, n, q, bound, loss=LOSS[scheme], scale=None if rule != "paper" else scale, lambda_rule=rule
+    )
+
+
+def calibrate(f, draw, bound: float, k: int, trials: int, seed: int, config: Config) -> dict[str, float]:
+    """The schedule's constant per robust scheme with the paper's rule: the grid value with the
+    least mean log MSE at N = 200, q = 10 over the concentrated and random attacks (its own
+    seed)."""
     rng = np.random.default_rng([seed, 11])
     n, q = GOAL
     code = GCC(k, n)
@@ -151,8 +181,8 @@ def calibrate(f, draw, bound: float, k: int, trials: int, seed: int) -> dict[str
             corrupted = adversaries.make_attack(attack, q, bound).corrupt(code, Y, np.arange(n), rng)
             cases.append((f(X), corrupted.results))
     best = {}
-    for scheme in ROBUST:
-        if LOSS[scheme] == "median":  # no lambda to tune
+    for scheme in _schemes(config):
+        if LOSS[scheme] == "median" or _rule(config, scheme) != "paper":  # no constant to tune
             continue
         scores = []
         for scale in SCALES:
@@ -180,13 +210,13 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
     steps = len(functions) * len(settings) * config.trials
     with show_progress("adversarial: functions x settings x trials", steps, enabled=progress) as step:
         for name, (f, draw, bound) in functions.items():
-            scales = calibrate(f, draw, bound, k, config.calibration_trials, seed)
+            scales = calibrate(f, draw, bound, k, config.calibration_trials, seed, config)
             rng = np.random.default_rng([seed, FUNCTIONS.index(name)])
             for exponent, n, q in settings:
                 attacks = config.attacks if exponent != "" else ("concentrated",)
                 codes = {"gcc": GCC(k, n), "bacc": BACC(k, n)}
-                for scheme in ROBUST:
-                    codes[scheme] = _robust(k, n, q, bound, scheme, scales.get(scheme))
+                for scheme in _schemes(config):
+                    codes[scheme] = _robust(k, n, q, bound, scheme, scales.get(scheme), _rule(config, scheme))
                 if n <= config.approxifer_max_workers or exponent == "":
                     codes["approxifer"] = ApproxIFER(k, n, q)
                 for trial in range(config.trials):
@@ -204,7 +234,7 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
                             start = time.perf_counter()
                             with warnings.catch_warnings():  # garbage's NaN rows are erasures
                                 warnings.simplefilter("ignore", NonFiniteResultWarning)
-                                estimates = code.decode(Y, np.arange(n))
+                                decoded = code.decode_details(Y, np.arange(n))
                             decode_s = time.perf_counter() - start
                             rows.append(
                                 {
@@ -217,11 +247,14 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
                                     "num_workers": n,
                                     "num_adversaries": q,
                                     "bound": bound,
-                                    "lambda_dec": getattr(code, "lambda_dec", ""),
+                                    "lambda_dec": decoded.info.get(
+                                        "lambda_dec", getattr(code, "lambda_dec", "")
+                                    ),
+                                    "lambda_rule": getattr(code, "lambda_rule", ""),
                                     "scale": scales.get(scheme, ""),
                                     "trial": trial,
                                     "seed": seed,
-                                    "mse": metrics.mse(estimates, truth),
+                                    "mse": metrics.mse(decoded.estimates, truth),
                                     "decode_s": decode_s,
                                 }
                             )
