@@ -479,7 +479,7 @@ class GapAwareInterpolant:
         self.points, self.num_design = points, int(num_design)
         order = self.base.order  # None: sorted already
         self._order = np.arange(knots.size) if order is None else order
-        self._columns = self._order if order is None else np.argsort(order)  # sorted -> given
+        self._columns = self._order if order is None else order.argsort()  # sorted -> given
         t = self.base.sorted_knots
         rank = np.asarray(ranks) if order is None else np.asarray(ranks)[order]
         self.groups: list[_Group] = []
@@ -581,9 +581,11 @@ class GapAwareInterpolant:
     def _edge_groups(self, t: np.ndarray, rank: np.ndarray) -> None:
         n, z = t.size, self.points
         for low in (True, False):
-            pts = np.flatnonzero(z < t[0]) if low else np.flatnonzero(z > t[-1])
             miss = int(rank[0]) if low else self.num_design - 1 - int(rank[-1])
-            if pts.size == 0 or miss < 1:
+            if miss < 1:  # no design point missing beyond this end
+                continue
+            pts = (z < t[0]).nonzero()[0] if low else (z > t[-1]).nonzero()[0]
+            if pts.size == 0:
                 continue
             beyond = self._all_points < t[0] if low else self._all_points > t[-1]  # Berrut's budget: all
             berrut = max(int(np.count_nonzero(beyond)), 2 * MAX_EDGE_TARGETS) * n <= MAX_BERRUT_ENTRIES
