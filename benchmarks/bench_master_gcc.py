@@ -20,11 +20,13 @@ Sections:
 ``--baseline REV`` also decodes with the default decoder of the package as it was at git
 revision ``REV`` (extracted to a temporary folder and imported beside the current one under
 another name; same draws, interleaved), and prints the paired ratio now / then per row and
-the largest relative difference of the two estimates at widths up to 32: a before/after in
-one run, whatever the machine's load.
+the largest relative difference of the two estimates; section 3 (``agreement``, with
+``--baseline`` only) compares the two decoders' estimates over some 200 alive sets (random,
+contiguous and end blocks, N = 20 to 2,000) at widths 1 to 1,000: a before/after in one run,
+whatever the machine's load.
 
 One BLAS thread (threadpoolctl). Run:
-``python benchmarks/bench_master_gcc.py [--quick] [--only decode systematic] [--sizes 50 100]
+``python benchmarks/bench_master_gcc.py [--quick] [--only decode systematic agreement] [--sizes 50 100]
 [--widths 1 10 1000] [--baseline REV] [--clock cpu]``; ``--clock cpu`` times each call in
 the process's CPU time, which a machine busy with other work inflates less than the wall clock.
 """
@@ -192,7 +194,40 @@ def systematic_cost(widths, repeats, rng):
         )
 
 
-SECTIONS = ("decode", "systematic")
+def agreement(baseline, rng, cases_per_size: int = 40):
+    """The default decoder's estimates against the baseline's: the largest relative difference
+    per output width over random, contiguous, end-block and mixed stragglers (alive sets in
+    worker order or shuffled), N = 20 to 2,000, K = N / 5 or N / 10."""
+    print("\n3. agreement with the baseline's default decoder (largest relative difference)")
+    widths, worst = (1, 3, 10, 32, 100, 1000), {}
+    for n in (20, 50, 100, 237, 600, 2000):
+        for case in range(cases_per_size if n <= 600 else cases_per_size // 5):
+            k = max(2, n // int(rng.choice([5, 10])))
+            now, then = cc.GCC(k, n), baseline.GCC(k, n)
+            if case % 4 == 0:
+                alive = cc.stragglers.random(n, int(rng.integers(0, n // 2)), rng)
+            elif case % 4 == 1:
+                alive = cc.stragglers.contiguous(n, int(rng.integers(1, n // 2)), rng)
+            elif case % 4 == 2:  # a block at an end
+                cut = int(rng.integers(2, n // 3))
+                alive = np.arange(cut, n) if rng.integers(2) else np.arange(n - cut)
+            else:  # a block and random stragglers
+                alive = cc.stragglers.contiguous(n, n // 5, rng)
+                alive = np.sort(rng.choice(alive, size=int(0.8 * alive.size), replace=False))
+            if rng.integers(2):
+                alive = rng.permutation(alive)
+            t = now.beta[alive]
+            for width in widths:
+                if width == 1000 and n > 600:
+                    continue
+                y = np.sin(rng.uniform(1, 6, width) * t[:, None] + rng.uniform(0, 3, width))
+                y += 0.1 * rng.normal(size=y.shape)
+                a, b = now.decode(y, alive), then.decode(y, alive)
+                worst[width] = max(worst.get(width, 0.0), float(np.max(np.abs(a - b)) / np.max(np.abs(b))))
+    print("  " + "  ".join(f"width {w}: {worst[w]:.1e}" for w in widths))
+
+
+SECTIONS = ("decode", "systematic", "agreement")
 
 
 def main() -> None:
@@ -218,6 +253,8 @@ def main() -> None:
             decode_cost(args.sizes, args.widths, repeats, args.quick, rng, baseline)
         if "systematic" in args.only:
             systematic_cost([10, 1000], 3 * repeats, rng)
+        if "agreement" in args.only and baseline is not None:
+            agreement(baseline, rng)
 
 
 if __name__ == "__main__":
