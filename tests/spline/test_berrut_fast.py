@@ -260,7 +260,7 @@ def test_fast_sums_and_berrut_map_match_exact_rational_arithmetic():
 
 def test_cauchy_sums_pick_their_path_by_width_and_agree_across_paths():
     """The cost model: the dense product for a small map, the tree for BACC's large decoder,
-    shallower (or as deep) for wide outputs, each level's arrays within TREE_BYTES; a wide call
+    shallower (or as deep) for wide outputs, each level's arrays within CACHE_BYTES; a wide call
     and the same columns one at a time (possibly other paths) agree to rounding."""
     small = CauchySum(np.linspace(-1, 1, 60), np.linspace(-0.9, 0.9, 7))
     assert small.levels_for(1) == 0 and small.levels_for(200) == 0
@@ -268,7 +268,7 @@ def test_cauchy_sums_pick_their_path_by_width_and_agree_across_paths():
     sums = CauchySum(workers, data)
     narrow, wide = sums.levels_for(11), sums.levels_for(201)
     assert narrow >= 2 and 2 <= wide <= narrow
-    assert 2**wide * sums.order * 201 * 8 <= cauchy.TREE_BYTES
+    assert 2**wide * sums.order * 201 * 8 <= cauchy.CACHE_BYTES
     rng = np.random.default_rng(13)
     charges = rng.normal(size=(workers.size, 40))
     together = sums(charges)

@@ -45,21 +45,23 @@ ORDER = 18
 #: 0.05 ns here). The tree's stored entries (near field and leaf transfers: products on slices
 #: of the sorted points) cost ``STORED_COST`` each per call plus ``NEAR_COST`` per column; its
 #: ``p x p`` products ``TREE_COST`` per multiply-add; a leaf (its numpy calls) ``LEAF_COST``.
-#: The dense product costs ``DENSE_ENTRY_COST`` per entry plus, per multiply-add,
-#: ``DENSE_NARROW_COST`` up to ``NARROW`` columns (a narrow product is slower per multiply-add)
-#: and 1 beyond. Least squares on CPU times of both BACC directions, K = N / 10, N = 500 to
-#: 16,000, d = 1, 11, 51 and 201, depths 2 to 8 and dense: the depth chosen costs 8% more than
-#: the fastest measured on average (at most 2.1x, at d = 1).
-STORED_COST = 13.8
-NEAR_COST = 1.24
-TREE_COST = 0.94
-LEAF_COST = 171_000
-DENSE_ENTRY_COST = 2.0
-DENSE_NARROW_COST = 1.9
+#: The dense product costs ``DENSE_ENTRY_COST`` per entry (``DENSE_UNCACHED_COST`` more for a
+#: matrix over ``CACHE_BYTES``) plus, per multiply-add, ``DENSE_NARROW_COST`` up to ``NARROW``
+#: columns (a narrow product is slower per multiply-add) and 1 beyond. Least squares on CPU
+#: times of both BACC directions, K = N / 10, N = 500 to 16,000, d = 1, 11, 51 and 201, depths
+#: 2 to 8 and dense: the path chosen costs 4% more than the fastest measured on average (at
+#: most 1.7x).
+STORED_COST = 14.1
+NEAR_COST = 1.27
+TREE_COST = 0.96
+LEAF_COST = 175_000
+DENSE_ENTRY_COST = 0.95
+DENSE_UNCACHED_COST = 6.5
+DENSE_NARROW_COST = 1.88
 NARROW = 16
-#: The tree's per-level arrays, ``(2^L, p, d)``, are kept within this many bytes (beyond the
-#: cache its products slowed 2-2.5x at d = 201, past the model): deeper trees are not tried.
-TREE_BYTES = 2**21
+#: A matrix, or a level's ``(2^L, p, d)`` arrays, beyond this many bytes leaves the cache: the
+#: tree's products slowed 2-2.5x at d = 201 (past the model), so deeper trees are not tried.
+CACHE_BYTES = 2**21
 
 
 def _chebyshev_nodes(order: int) -> np.ndarray:
@@ -146,11 +148,12 @@ class CauchySum:
         if plan is None:
             n, m, p, d = self.sources.size, self.targets.size, self.order, max(width, 1)
             per_column = DENSE_NARROW_COST if d <= NARROW else 1.0
-            plan, best = 0, (np.inf if self._forced is False else n * m * (DENSE_ENTRY_COST + per_column * d))
+            entry = DENSE_ENTRY_COST + (DENSE_UNCACHED_COST if n * m * 8 > CACHE_BYTES else 0.0)
+            plan, best = 0, (np.inf if self._forced is False else n * m * (entry + per_column * d))
             if self._forced is not True:
                 for levels, near in self._near.items():
                     boxes, stored = 2**levels, near + (n + m) * p
-                    if levels > 2 and boxes * p * d * 8 > TREE_BYTES:
+                    if levels > 2 and boxes * p * d * 8 > CACHE_BYTES:
                         break
                     cost = (
                         stored * (STORED_COST + NEAR_COST * d)
