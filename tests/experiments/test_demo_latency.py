@@ -97,8 +97,10 @@ def test_serving_demo_prints_every_scheme_and_a_verdict_naming_the_lowest_tail(t
         p50, p99, p999 = (float(row[c]) for c in ("p50 ms", "p99 ms", "p99.9 ms"))
         assert 20 <= p50 <= p99 <= p999, name  # every task sleeps at least 20 ms
     work = {name: float(row["work/query"].rstrip("x")) for name, row in rows.items()}
-    assert work["none"] == 1.0 and 1.8 <= work["replication x2"] <= 2.0
-    assert 1.2 <= work["coded BACC 4+2"] <= 1.6  # 2 parities per group of up to 4
+    # work is measured service time: a copy cancelled before it started costs nothing, and
+    # real service times vary, so these are loose
+    assert work["none"] == 1.0 and 1.3 <= work["replication x2"] <= 2.3
+    assert 1.1 <= work["coded BACC 4+2"] <= 2.0  # 2 parities per group of up to 4
     for name in ("none", "replication x2", "hedge after 60 ms"):  # exact schemes
         assert rows[name]["agrees"] == "100.0%" and rows[name]["decoded"] == "0.0%"
     verdict = " ".join(result.output.split("verdict: ")[1].split())
