@@ -120,7 +120,7 @@ class CauchySum:
         top = int(np.clip(np.ceil(np.log2(max(n + m, 2))), 2, 24))
         self._near = {levels: self._near_entries(levels) for levels in range(2, top + 1)}
         self._plans: dict[int, int] = {}
-        self._built: dict[int, object] = {}  # depth -> _Tree; 0 -> the dense matrices
+        self._built: dict[int, object] = {}  # depth -> _Tree; 0, -1 -> the dense matrix (sorted, given)
 
     @property
     def levels(self) -> int:
@@ -171,20 +171,20 @@ class CauchySum:
             tree = self._built[levels] = _Tree(self, levels)
         return tree
 
-    def _dense(self) -> tuple[np.ndarray, np.ndarray]:
-        """The ``(M, N)`` matrices, in the points' sorted order and in their given order."""
-        matrices = self._built.get(0)
-        if matrices is None:
-            sources, targets = self.sources[self._orders[0]], self.targets[self._orders[1]]
+    def _dense(self, given: bool = False) -> np.ndarray:
+        """The ``(M, N)`` matrix, in the points' sorted order (numpy's) or in their given order
+        (torch's), each built at its first use."""
+        key = -1 if given else 0
+        matrix = self._built.get(key)
+        if matrix is None:
+            order = (slice(None), slice(None)) if given else self._orders
+            sources, targets = self.sources[order[0]], self.targets[order[1]]
             with np.errstate(divide="ignore"):
-                ordered = 1.0 / (targets[:, None] - sources[None, :])
-            ordered[np.isinf(ordered)] = 0.0  # coincident pairs are left out
-            given = np.empty_like(ordered)
-            given[np.ix_(self._orders[1], self._orders[0])] = ordered
-            for matrix in (ordered, given):
-                matrix.flags.writeable = False
-            matrices = self._built[0] = (ordered, given)
-        return matrices
+                matrix = 1.0 / (targets[:, None] - sources[None, :])
+            matrix[np.isinf(matrix)] = 0.0  # coincident pairs are left out
+            matrix.flags.writeable = False
+            self._built[key] = matrix
+        return matrix
 
     # -- applying ------------------------------------------------------------------------
 
@@ -196,7 +196,7 @@ class CauchySum:
         if _arraylib.is_torch(flat):
             levels = self.levels_for(flat.shape[1])
             if levels == 0:
-                return _arraylib.apply_matrix(self._dense()[1], flat).reshape(shape)
+                return _arraylib.apply_matrix(self._dense(given=True), flat).reshape(shape)
             return self._tree(levels).torch_sums(flat).reshape(shape)
         if self.source_order is not None:
             flat = flat[self.source_order]
@@ -213,7 +213,7 @@ class CauchySum:
         levels = self.levels_for(charges.shape[1])
         if levels == 0:
             with _arraylib.one_blas_thread:
-                return self._dense()[0] @ charges
+                return self._dense() @ charges
         return self._tree(levels).sums(charges)
 
 
