@@ -95,15 +95,19 @@ def reference_reweighted(code, knots, flat):
             new = np.minimum(1.0, HUBER_C / np.maximum(ratio, 1e-300))
         else:
             new = np.maximum(1.0 - (ratio / TUKEY_C) ** 2, 0.0) ** 2
+            floor = max(SPREAD_FLOOR * extent, 1e-12)
             if weights is None and 0 < q < n:  # the q results farthest from the start are left out
-                new[np.argsort(-residual, kind="stable")[:q]] = 0.0
-                if n > LOCAL_WIDTH:  # and the q farthest from the median of their 5 neighbours
+                farthest = np.argsort(-residual, kind="stable")[:q]
+                new[farthest[residual[farthest] > floor]] = 0.0
+                if n > LOCAL_WIDTH:  # and the q farthest from the median of their 5 neighbours (interior)
                     half = LOCAL_WIDTH // 2
-                    local = np.empty(n)
-                    for i in range(n):
-                        lo = min(max(i - half, 0), n - LOCAL_WIDTH)
-                        local[i] = np.sum((flat[i] - np.median(flat[lo : lo + LOCAL_WIDTH], axis=0)) ** 2)
-                    new[np.argsort(-local, kind="stable")[:q]] = 0.0
+                    local = np.zeros(n)
+                    for i in range(half, n - half):
+                        local[i] = np.sqrt(
+                            np.mean((flat[i] - np.median(flat[i - half : i + half + 1], axis=0)) ** 2)
+                        )
+                    farthest = np.argsort(-local, kind="stable")[:q]
+                    new[farthest[local[farthest] > floor]] = 0.0
             rejected = np.flatnonzero(new == 0.0)
             if rejected.size > REJECT_FACTOR * q:
                 order = np.argsort(-residual[rejected], kind="stable")

@@ -412,10 +412,11 @@ class RobustGCC(GCC):
             else:
                 new = np.maximum(1.0 - (ratio / TUKEY_C) ** 2, 0.0) ** 2
                 if weights is None and 0 < q < n and self._trims:  # the q farthest from the start: out
-                    new[np.argpartition(-residual, q - 1)[:q]] = 0.0
+                    _leave_out(new, residual, q, floor)
                     if n > LOCAL_WIDTH:  # and the q farthest from their neighbours' median
-                        local = _row_squares(flat - _running_medians(flat))
-                        new[np.argpartition(-local, q - 1)[:q]] = 0.0
+                        local = np.sqrt(_row_squares(flat - _running_medians(flat)) / d)
+                        local[:2] = local[-2:] = 0.0  # an end's window is not centred on it
+                        _leave_out(new, local, q, floor)
                 rejected = np.flatnonzero(new == 0.0)
                 if rejected.size > REJECT_FACTOR * q:  # at most q liars: keep the rest, lightly
                     spared = rejected[np.argsort(-residual[rejected], kind="stable")[REJECT_FACTOR * q :]]
@@ -621,6 +622,13 @@ def _median(values: np.ndarray):
     lower = upper if n % 2 else middle[: n // 2].max(axis=0)  # the largest below the middle
     centre = (lower + upper) / 2
     return float(centre) if np.ndim(centre) == 0 else centre
+
+
+def _leave_out(weights: np.ndarray, distance: np.ndarray, count: int, floor: float) -> None:
+    """Zero the ``weights`` of the ``count`` largest ``distance`` values, those above ``floor``
+    (a result its reference fits to rounding is never left out)."""
+    farthest = np.argpartition(-distance, count - 1)[:count]
+    weights[farthest[distance[farthest] > floor]] = 0.0
 
 
 def _running_medians(values: np.ndarray) -> np.ndarray:
