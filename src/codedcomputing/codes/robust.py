@@ -109,7 +109,8 @@ class RobustGCC(GCC):
        alone would cut it); the results' own range keeps honest results of a curved ``f``
        that a trend extrapolates badly (``benchmarks/bench_robust_clip.py``);
     2. ``loss="squared"`` (the published decoder): the smoothing spline with ``lambda_dec`` (by
-       default :func:`robust_lambda` of ``(q, N)``; mean convention), a linear map per alive
+       default, ``lambda_rule="paper"``, :func:`robust_lambda` of ``(q, N)``; mean convention;
+       ``"pilot"`` and ``"gcv"`` pick it at every decode: see ``lambda_rule``), a linear map per alive
        set, cached and applied by banded solves or by the map (GCC's
        :class:`~codedcomputing.spline.SplineDecoder`);
     3. ``loss="tukey"`` (the default) or ``"huber"``: reweighted fits (iteratively reweighted least
@@ -133,10 +134,12 @@ class RobustGCC(GCC):
        Tukey's loss gives weight 0 to at most ``2q`` results (those farthest from the fit;
        others beyond its cut keep a weight of 1e-3): with at most ``q`` liars, a steep
        stretch of honest results is not cut out wholesale. Its first weights also leave out
-       the ``q`` results farthest from the start (a rough ``f`` makes the start's residuals,
-       and so its scale, large enough to hide liars at the bound), and from the first fit on
-       the scale is that of the fit's residuals (so the liars left out stay out, and honest
-       results left out return once the fit of the others predicts them). At ``lambda_dec =
+       the ``q`` results farthest from the start and the ``q`` interior ones farthest from the
+       median of their five nearest neighbours (scattered liars), those beyond the spread's
+       floor (a rough ``f`` makes the start's residuals, and so its scale, large enough to
+       hide liars at the bound); from the first fit on the scale is that of the fit's
+       residuals, at least the start's over 4.685 (so the liars left out stay out, and
+       honest results left out return once the fit of the others predicts them). At ``lambda_dec =
        0`` Tukey's final estimates are GCC's default (gap-aware) decoder on the results of
        weight > 0, not the last interpolating spline. Each call's final weights are in
        ``decode_details(Y, alive).info["weights"]``, one per worker of ``Decoded.alive``
@@ -177,6 +180,16 @@ class RobustGCC(GCC):
         The decoder's loss (step 2 or 3), or ``"median"``: the block medians of step 3's
         start, joined linearly and read at ``alpha`` (a median-style decoder, ``O(N d)``;
         exact for affine results, biased where they curve).
+    lambda_rule : {"paper", "pilot", "gcv"}, default "paper"
+        How the squared loss's lambda is set: "paper", the fixed schedule (``lambda_dec``,
+        ``schedule``, ``scale``); at every decode from the clipped results and ``q`` alone,
+        "pilot": the lambda of ``PILOT_GRID`` (1e-12 to 100, four a decade, searched a
+        decade at a time and then finely) whose spline at ``alpha`` is nearest (least
+        squares) this code's Tukey decode of the same results, or "gcv": generalised
+        cross-validation (a grid to ``c = 1e8``, :func:`codedcomputing.spline.gcv_lambda`).
+        The pick is in ``decode_details(Y, alive).info["lambda_dec"]``. The per-decode rules
+        take ``loss="squared"`` and no ``lambda_dec``; their decode costs a grid of
+        smoothing-spline fits (``O(N d)`` each), not one cached map.
     start : {"median", "spline"}, default "median"
         Where the reweighting of the Huber and Tukey losses starts (step 3).
     iterations : int, default 5
