@@ -16,12 +16,12 @@ MSE against ``f(x_k)`` and the master's decode time:
 - ``approxifer``: the error-locating baseline (:class:`~codedcomputing.ApproxIFER`), for N up
   to ``approxifer_max_workers`` (its master cost grows like ``N (K + q)^2`` per output).
 
-Each row carries its ``lambda_rule`` (empty for the codes without one) and the ``lambda_dec``
-the decode used. The schedule's constant (``scale``) of the paper's rule is tuned per function
-and robust loss on a calibration
-run of its own seed (N = 200, q = 10, the concentrated and random attacks; 0 and the powers
-of ten from 1e-9 to 1), and the tuned scales are written in the rows. The goal setting of the issue, N =
-200 and q = 10 under the concentrated attack, is run as its own block (``exponent`` empty).
+Each row carries its ``lambda_rule`` (the squared-loss schemes'; empty for the others) and the
+``lambda_dec`` the decode used. The schedule's constant (``scale``) of the paper's rule is tuned
+per function and robust loss on a calibration run of its own seed (N = 200, q = 10, the
+concentrated and random attacks; 0 and the powers of ten from 1e-9 to 1), and the tuned scales
+are written in the rows. The goal setting of the issue, N = 200 and q = 10 under the
+concentrated attack, is run as its own block (``exponent`` empty).
 
 Functions: ``xsinx``, f(x) = x sin x on sorted scalar inputs uniform on [-10, 10], bound M =
 100 (the robust-spline paper's setting); ``lenet5``, LeNet-5 on MNIST test images, M the
@@ -250,7 +250,7 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
                                     "lambda_dec": decoded.info.get(
                                         "lambda_dec", getattr(code, "lambda_dec", "")
                                     ),
-                                    "lambda_rule": getattr(code, "lambda_rule", ""),
+                                    "lambda_rule": code.lambda_rule if LOSS.get(scheme) == "squared" else "",
                                     "scale": scales.get(scheme, ""),
                                     "trial": trial,
                                     "seed": seed,
