@@ -162,6 +162,12 @@ def test_verdict_names_the_lowest_p999_with_its_cost_and_why():
     # a scheme whose p99.9 is NaN (no answered query) is never the winner
     assert verdict([_row("none", "none", float("nan")), rows[3]]).startswith("coded BACC 4+2 alone")
     assert verdict([]) == "no scheme answered its queries: nothing to compare"
+    # a runner-up within 10% is called a tie, not beaten
+    line = verdict([_row("none", "none", 200.0), _row("hedge", "hedge", 88.0), _row("coded", "coded", 87.0)])
+    assert line.startswith(
+        "coded had the lowest p99.9 (87 ms, against 88 ms for hedge, within 10%: as good as"
+    )
+    assert "as good as a tie" not in verdict(rows)
 
 
 def test_demo_config_checks_name_the_parameter():

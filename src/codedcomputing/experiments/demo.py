@@ -219,6 +219,8 @@ def _row(label: str, kind: str, record, truth: np.ndarray, exact_class: np.ndarr
 def verdict(rows: list[dict]) -> str:
     """One line from the rows: the scheme with the lowest p99.9, what it beat, what it cost, and why.
 
+    A runner-up within 10% of the winner's p99.9 is called as good as a tie.
+
     Each row needs ``scheme``, ``kind`` (a key of the reasons: none, replication, hedge, coded,
     parm), ``p99.9_ms``, ``accuracy``, ``exact_accuracy``, ``decoded`` and ``extra_load``."""
     ranked = sorted((row for row in rows if math.isfinite(row["p99.9_ms"])), key=lambda row: row["p99.9_ms"])
@@ -229,6 +231,8 @@ def verdict(rows: list[dict]) -> str:
         return f"{best['scheme']} alone answered: p99.9 {best['p99.9_ms']:.0f} ms"
     runner = ranked[1]
     against = f"against {runner['p99.9_ms']:.0f} ms for {runner['scheme']}"
+    if runner["p99.9_ms"] < 1.1 * best["p99.9_ms"]:  # one run's tail moves more than that
+        against += ", within 10%: as good as a tie"
     plain = next((row for row in rows if row["kind"] == "none"), None)
     if plain is not None and best["kind"] != "none" and plain is not runner:
         against += f" and {plain['p99.9_ms']:.0f} ms for none"
