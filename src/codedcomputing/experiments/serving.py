@@ -61,6 +61,7 @@ from .records import (
     FRACTION,
     NONNEGATIVE,
     POSITIVE,
+    SIZE,
     TEXT,
     Headline,
     band_note,
@@ -92,6 +93,10 @@ CELLS = {
     "scheme": TEXT,
     "family": TEXT,
     "replicate": COUNT,
+    "num_replicas": SIZE,
+    "group_size": SIZE,
+    "num_workers": SIZE,
+    "queries": SIZE,
     "p50": POSITIVE,
     "p99": POSITIVE,
     "p999": POSITIVE,
@@ -502,9 +507,7 @@ def headline(rows: list[dict]) -> Headline:
         except KeyError:
             continue
         code = c["code_entry"]
-        verdict = (
-            "coded" if c["wins"] else ("baseline: accuracy" if not c["keeps_accuracy"] else "baseline: tail")
-        )
+        verdict = "coded" if c["wins"] else ("base (acc.)" if not c["keeps_accuracy"] else "base (tail)")
         out.append(
             (
                 regime,
@@ -522,24 +525,14 @@ def headline(rows: list[dict]) -> Headline:
     first = rows[0] if rows else {}
     return Headline(
         title="serving: p99.9 of the best code against the best equal-resources baseline (simulated clock)",
-        columns=(
-            "regime",
-            "utilisation",
-            "baseline",
-            "its p99.9",
-            "code",
-            "its p99.9",
-            "code / baseline",
-            "code acc.",
-            "model acc.",
-            "winner",
-        ),
+        columns=("regime", "load", "baseline", "p99.9", "code", "p99.9 ", "ratio", "acc.", "model", "winner"),
         rows=out,
         note=(
             f"R = {first.get('num_replicas', '?')} replicas for every scheme, "
             f"K = {first.get('group_size', '?')}, "
-            f"N = {first.get('num_workers', '?')}; latency in mean service times; the code is the best "
-            "within 1 point of the model's accuracy (else the best, and the baseline wins)"
+            f"N = {first.get('num_workers', '?')}; load: utilisation offered; p99.9 in mean service times; "
+            "ratio: the code's p99.9 over the best baseline's (replication or hedging), paired; the code is "
+            "the best within 1 point of the model's accuracy (else the best, and the baseline wins)"
         ),
     )
 
@@ -617,8 +610,8 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
                 _plain_ticks(ax.yaxis)
                 ax.set_ylabel("latency (mean service times, log scale)")
             ax_row[2].set_ylabel("argmax agreement with the labels")
-            ax_row[2].set_title(f"{regime}: accuracy (line: exact model; dotted: 1 point below)", fontsize=10)
-            ax_row[0].legend(fontsize=7)
+            ax_row[2].set_title(f"{regime}: accuracy (line: the model; dotted: 1 point below)", fontsize=9)
+        axes[0][1].legend(fontsize=7, loc="upper left")  # once: the p50 panel's upper left is empty
         first = rows[0]
         fig.suptitle(
             f"serving: LeNet-5 queries on R = {first['num_replicas']} replicas for every scheme "

@@ -51,7 +51,7 @@ EXPECTED_S = {
     "adversarial": (3, 50),
     "gradient-coding": (45, 420),
     "frontier": (15, 450),
-    "serving": (30, 900),
+    "serving": (30, 1850),
 }
 
 # The trained networks each experiment loads (trained on first use, then cached), and the
