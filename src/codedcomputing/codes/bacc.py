@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _arraylib
@@ -143,8 +145,7 @@ class BACC(Code):
         return state
 
     def _encode(self, X):
-        width = int(np.prod(X.shape[1:], dtype=np.int64))
-        if self._fast_encode and self._map("encoder").sums.levels_for(width) > 0:
+        if self._fast_encode and self._map("encoder").sums.levels_for(math.prod(X.shape[1:])) > 0:
             return self._copy_systematic(self._map("encoder")(X), X)
         return self._copy_systematic(_arraylib.apply_matrix(self.encoder_matrix, X), X)
 
