@@ -481,19 +481,25 @@ class Coded(_Grouped):
         code, workers = self.bound[group]
         m = len(self.members[group])
         systematic = code.systematic_workers
-        alive = np.array(
-            [systematic[i] if i < m else workers[i - m] for i in self.arrived[group]], dtype=np.int64
-        )
-        results = np.stack(self.results[group])
-        if not np.issubdtype(results.dtype, np.floating):
-            results = results.astype(np.float64)
-        # The results are the replicas' checked outputs (finite, one shape) and ``alive`` the
-        # frontend's own distinct workers: the code's decode without its argument checks.
-        estimates, info = code._decode(results, alive)
-        estimates, returned = code._keep_systematic(estimates, results, alive)
+        arrived, results = self.arrived[group], self.results[group]
+        worker_of = [int(systematic[i]) if i < m else int(workers[i - m]) for i in arrived]
+        order = sorted(range(len(arrived)), key=worker_of.__getitem__)  # the rows in worker order
+        stacked = np.stack([results[j] for j in order])
+        if not np.issubdtype(stacked.dtype, np.floating):
+            stacked = stacked.astype(np.float64)
+        # The results are the replicas' checked outputs (finite, one shape) and the workers the
+        # frontend's own, distinct: the code's decoder without ``decode_details``' checks.
+        estimates, info = code._decode(stacked, np.array([worker_of[j] for j in order], dtype=np.int64))
         positions = [self.position[q] for q in queries]
-        exact = returned | np.asarray(info.get("exact", False), dtype=bool)
-        return np.asarray(estimates)[positions], exact[positions]
+        values = np.asarray(estimates)[positions]
+        exact = np.zeros(len(positions), dtype=bool)
+        if "exact" in info:
+            exact |= np.asarray(info["exact"], dtype=bool)[positions]
+        for i, position in enumerate(positions):  # a query's own result, where it is in, bit for bit
+            if position in arrived:
+                values[i] = results[arrived.index(position)]
+                exact[i] = True
+        return values, exact
 
     def _closed(self, run, group):
         self.min_results[group] = self.code_for(len(self.members[group])).min_results
