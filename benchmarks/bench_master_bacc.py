@@ -226,7 +226,8 @@ def main(argv=None) -> None:
                 + " | decode/spline, median of paired ratios [95% CI]"
             )
             for n, t in rows.items():
-                ratio = bootstrap(np.median, [t["decode"] / t["spline"]], rng)
+                both = "decode" in t and "spline" in t
+                ratio = bootstrap(np.median, [t["decode"] / t["spline"]], rng) if both else (np.nan,) * 3
                 print(
                     f"{n:>6} {num_inputs(n):>5} | "
                     + " ".join(ms(t.get(name)) for name in names)

@@ -19,6 +19,7 @@ from scipy.interpolate import FloaterHormannInterpolator
 import codedcomputing as cc
 from codedcomputing.codes import bacc as bacc_module
 from codedcomputing.points import make_points
+from codedcomputing.spline import berrut as berrut_module
 from codedcomputing.spline import cauchy
 from codedcomputing.spline.berrut import BerrutMap, berrut_matrix
 from codedcomputing.spline.cauchy import CauchySum
@@ -276,3 +277,17 @@ def test_cauchy_sums_pick_their_path_by_width_and_agree_across_paths():
     for i, column in enumerate((0, 17)):
         alone = sums(charges[:, column : column + 1])[:, 0]
         assert np.max(np.abs(alone - together[:, column]) / scale[:, i]) < 2e-13
+
+
+def test_berrut_map_on_a_wide_subset_passes_it_as_it_is():
+    """From SUBSET_WIDTH columns, sorted chosen nodes go to the sums without zeros at the
+    others (the blocks' columns gathered instead): the same interpolant, on the tree and dense."""
+    rng = np.random.default_rng(14)
+    nodes, points = make_points("chebyshev", 1500, kind="workers"), make_points("chebyshev", 150, kind="data")
+    width = berrut_module.SUBSET_WIDTH
+    for dense in (False, True):
+        berrut = BerrutMap(nodes, points, dense=dense)
+        for chosen in (np.sort(rng.choice(nodes.size, 1200, replace=False)), rng.permutation(1500)[:900]):
+            values = rng.normal(size=(chosen.size, width))
+            reference = berrut_matrix(nodes[chosen], points) @ values
+            np.testing.assert_allclose(berrut(values, chosen), reference, rtol=0, atol=1e-12)

@@ -207,14 +207,15 @@ class CauchySum:
             out = unsorted
         return out.reshape(shape)
 
-    def sorted_sums(self, charges: np.ndarray) -> np.ndarray:
+    def sorted_sums(self, charges: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """The sums for numpy ``charges`` of shape ``(N, d)`` given at the sources in sorted
-        order (``sources[source_order]``), at the targets in sorted order: ``(M, d)``."""
+        order (``sources[source_order]``), at the targets in sorted order: ``(M, d)``. With
+        ``rows`` (increasing), ``charges`` holds only those sources' rows, the others zero."""
         levels = self.levels_for(charges.shape[1])
         if levels == 0:
             with _arraylib.one_blas_thread:
-                return self._dense() @ charges
-        return self._tree(levels).sums(charges)
+                return (self._dense() if rows is None else self._dense()[:, rows]) @ charges
+        return self._tree(levels).sums(charges, rows)
 
 
 class _Tree:
@@ -274,17 +275,26 @@ class _Tree:
         for matrix in (self.down, self.up, *(m for pair in self.interactions.values() for m in pair)):
             matrix.flags.writeable = False
 
-    def sums(self, charges: np.ndarray) -> np.ndarray:
-        """numpy, in the points' sorted order: ``(N, d)`` charges -> ``(M, d)`` sums."""
+    def sums(self, charges: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """numpy, in the points' sorted order: ``(N, d)`` charges -> ``(M, d)`` sums; or
+        ``(len(rows), d)`` charges at the sources ``rows`` (increasing), the others zero: the
+        blocks' columns are then gathered (a leaf's sources are a slice of ``rows``)."""
         p, levels, d = self.order, self.levels, charges.shape[1]
         dtype = np.result_type(charges.dtype, np.float64)
         if d == 0:
             return np.zeros((self.shape[0], 0), dtype=dtype)
+        if rows is not None:  # each leaf's (and near field's) sources among the given rows
+            bounds = [(leaf[0].start, leaf[0].stop, leaf[4].start, leaf[4].stop) for leaf in self.leaves]
+            at = np.searchsorted(rows, np.array(bounds).reshape(-1)).reshape(-1, 4).tolist()
         with _arraylib.one_blas_thread:
             # upward pass, box-major: (boxes, p, d) per level
             moments = np.empty((2**levels, p, d), dtype=dtype)
             for b, (own, to_node, *_) in enumerate(self.leaves):
-                np.matmul(to_node, charges[own], out=moments[b])
+                if rows is None:
+                    np.matmul(to_node, charges[own], out=moments[b])
+                else:
+                    first, last = at[b][0], at[b][1]
+                    np.matmul(to_node[:, rows[first:last] - own.start], charges[first:last], out=moments[b])
             upward = [moments]
             for _ in range(levels, 2, -1):
                 pairs = upward[-1].reshape(-1, 2 * p, d)  # a left and a right child each
@@ -299,9 +309,13 @@ class _Tree:
                 here[:-1] += np.matmul(from_right, pairs[1:])
                 field = here.reshape(-1, p, d)
             out = np.empty((self.shape[0], d), dtype=dtype)
-            for b, (_, _, rows, from_node, near, kernel) in enumerate(self.leaves):
-                np.matmul(kernel, charges[near], out=out[rows])
-                out[rows] += from_node @ field[b]
+            for b, (_, _, targets, from_node, near, kernel) in enumerate(self.leaves):
+                if rows is None:
+                    np.matmul(kernel, charges[near], out=out[targets])
+                else:
+                    first, last = at[b][2], at[b][3]
+                    np.matmul(kernel[:, rows[first:last] - near.start], charges[first:last], out=out[targets])
+                out[targets] += from_node @ field[b]
         return out
 
     def _torch_blocks(self) -> tuple:
