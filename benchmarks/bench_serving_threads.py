@@ -12,7 +12,8 @@
    that the replicas cost nothing), against one LeNet-5 call on one input measured next to each
    run; interleaved on the same stream: no redundancy (the event handling alone), the coded
    scheme, and the coded scheme with its live encode and decode through the code's checked
-   public API (the route before the fast path).
+   public API (the route before the fast path); and (2b) the two routes' encode and decode
+   alone, call by call on the same groups and arrived sets, without threads.
 3. Real interference: two LeNet-5 replicas pinned to two cores (``affinity``), 400 queries/s,
    with and without a busy process (:class:`~codedcomputing.serving.Interference`) pinned to
    the first replica's core; each replica's task service times and the queries' p99.
@@ -199,6 +200,69 @@ def master_work(args) -> None:
         )
 
 
+class _Frontend:
+    """What the coded scheme's live encode and decode ask of a server (route costs, below)."""
+
+    live = True
+
+    def __init__(self, inputs):
+        self.inputs = inputs
+
+    def input(self, query):
+        return self.inputs[query]
+
+    def account(self, kind, seconds):
+        pass
+
+
+def route_costs(args) -> None:
+    """The live encode and decode alone, without threads: per call, the fast route and the
+    checked route on the same groups and the same random sets of arrived results (each call
+    of one timed next to the same call of the other), K = 10, 20, 50, N = 1.5 K."""
+    rng = np.random.default_rng(0)
+    print(
+        "\n2b. the live encode (per group) and decode (per call, up to 3 missing queries decoded) alone: "
+        "median us of the fast route and of the checked route, and the median of the paired ratios"
+    )
+    print(
+        f"{'K':>4s} {'encode fast':>12s} {'checked':>8s} {'ratio':>6s} "
+        f"{'decode fast':>12s} {'checked':>8s} {'ratio':>6s}"
+    )
+    for k in (10, 20, 50):
+        n = k + k // 2
+        schemes = [
+            scheme(cc.BACC(k, n, systematic=True), tau=1.0) for scheme in (serving.Coded, CheckedCoded)
+        ]
+        run = _Frontend(rng.normal(size=(k, 1, 28, 28)).astype(np.float32))
+        for scheme in schemes:
+            scheme.prepare(None)
+            scheme.members.append(list(range(k)))
+            scheme.position.extend(range(k))
+            scheme.arrived.append([])
+            scheme.results.append([])
+        outputs = rng.normal(size=(n, 10)).astype(np.float32)
+        times = {"encode": ([], []), "decode": ([], [])}
+        for _ in range(args.route_calls):
+            for i, scheme in enumerate(schemes):
+                start = time.thread_time()
+                scheme._parity_inputs(run, 0, n - k)
+                times["encode"][i].append(time.thread_time() - start)
+            arrived = rng.permutation(n)[: int(rng.integers(k - 2, n))].tolist()
+            missing = [q for q in range(k) if q not in arrived][:3] or [0]
+            for i, scheme in enumerate(schemes):
+                scheme.arrived[0], scheme.results[0] = arrived, [outputs[j] for j in arrived]
+                start = time.thread_time()
+                scheme._decode_live(run, 0, missing)
+                times["decode"][i].append(time.thread_time() - start)
+        cells = []
+        for kind in ("encode", "decode"):
+            fast, checked = (np.array(t) * 1e6 for t in times[kind])
+            cells.append(
+                f"{np.median(fast):12.0f} {np.median(checked):8.0f} {np.median(fast / checked):6.2f}"
+            )
+        print(f"{k:4d} {cells[0]} {cells[1]}")
+
+
 def interference(args) -> None:
     """Two LeNet-5 replicas pinned to two cores, a busy process on the first one's core or none."""
     import os
@@ -251,13 +315,18 @@ def main() -> None:
     parser.add_argument("--interference-queries", type=int, default=400)
     parser.add_argument("--interference-processes", type=int, default=3)
     parser.add_argument("--interference-rate", type=float, default=400.0)
-    parser.add_argument("--part", choices=("all", "compare", "master", "interference"), default="all")
+    parser.add_argument("--route-calls", type=int, default=500, help="calls per route and K (part 2b)")
+    parser.add_argument(
+        "--part", choices=("all", "compare", "master", "routes", "interference"), default="all"
+    )
     args = parser.parse_args()
     start = time.perf_counter()
     if args.part in ("all", "compare"):
         compare(args)
     if args.part in ("all", "master"):
         master_work(args)
+    if args.part in ("all", "master", "routes"):
+        route_costs(args)
     if args.part in ("all", "interference"):
         interference(args)
     print(f"\n{time.perf_counter() - start:.0f} s")
