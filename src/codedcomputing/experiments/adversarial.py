@@ -24,8 +24,9 @@ are written in the rows. The goal setting of the issue, N = 200 and q = 10 under
 concentrated attack, is run as its own block (``exponent`` empty).
 
 Functions: ``xsinx``, f(x) = x sin x on sorted scalar inputs uniform on [-10, 10], bound M =
-100 (the robust-spline paper's setting); ``lenet5``, LeNet-5 on MNIST test images, M the
-largest honest logit magnitude over a calibration batch's coded evaluations.
+100 (the robust-spline paper's setting); ``lenet5``, LeNet-5 on MNIST test images, M 1.5
+times the largest honest logit magnitude over a calibration batch's coded evaluations (a bound
+the honest results keep: ``BOUND_MARGIN``).
 
 Outputs: ``adversarial.csv`` (one row per function, attack, exponent, N, scheme, trial),
 ``adversarial_slopes.csv`` (least-squares slope of log mean MSE against log N per curve,
@@ -78,6 +79,10 @@ LOSS = {
 }
 SCALES = (0.0, *(10.0**p for p in range(-9, 1)))  # the calibration grid of the schedule's constant
 GOAL = (200, 10)  # (N, q) of the goal setting
+# LeNet-5's bound M over the calibration batch's largest honest logit: the largest alone was
+# exceeded by some trials' honest logits at N = 2,000 (up to 1.2x), and the clip to M then
+# corrupted honest results (MSE 0.014 against 3e-6 at q = 1)
+BOUND_MARGIN = 1.5
 CELLS = {
     "function": TEXT,
     "attack": TEXT,
@@ -139,7 +144,7 @@ def _functions(config: Config, seed: int, progress: bool) -> dict:
             rng = np.random.default_rng([seed, 7])
             code = GCC(config.num_inputs, 200)
             honest = [f(code.encode(draw(rng, config.num_inputs))) for _ in range(4)]
-            out[name] = (f, draw, float(max(np.abs(y).max() for y in honest)))
+            out[name] = (f, draw, BOUND_MARGIN * float(max(np.abs(y).max() for y in honest)))
         else:
             raise ValueError(f"functions: unknown function {name!r} (known: {', '.join(FUNCTIONS)})")
     return out
