@@ -71,6 +71,8 @@ class BerrutMap:
         self.sums = CauchySum(self.nodes, self.points, dense=dense)
         self._position = _ranks(self.nodes)  # rank among all nodes: a charge's row in the sums
         self._point_position = _ranks(self.points)  # a point's row in the tree's results
+        self._alternating = np.where(np.arange(self.nodes.size) % 2 == 0, 1.0, -1.0)
+        self._alternating.flags.writeable = False
         self._every = None  # the denominators with every node chosen (an encoder's), in the sums' rows
 
     def signs(self, chosen: np.ndarray) -> np.ndarray:
@@ -135,17 +137,18 @@ class BerrutMap:
         reference = flat[:1]
         if every:  # signs alternate along the sorted nodes
             weighted = flat - reference
-            weighted *= np.where(self._position % 2 == 0, 1.0, -1.0)[:, None]
+            weighted *= self._alternating[self._position][:, None]
             charges = np.zeros((n, d), dtype=flat.dtype)
             charges[rows] = weighted
             sums = self.sums.sorted_sums(charges)
         else:
-            signs = self.signs(chosen)
+            ascending = bool(np.all(rows[1:] > rows[:-1]))  # chosen in sorted order: signs alternate
+            signs = self._alternating[: chosen.size] if ascending else self.signs(chosen)
             weighted = np.empty((chosen.size, d + 1), dtype=flat.dtype)
             np.subtract(flat, reference, out=weighted[:, :d])
             weighted[:, :d] *= signs[:, None]
             weighted[:, d] = signs
-            if d + 1 >= SUBSET_WIDTH and np.all(rows[1:] > rows[:-1]):  # no zero rows written
+            if d + 1 >= SUBSET_WIDTH and ascending:  # no zero rows written
                 sums = self.sums.sorted_sums(weighted, rows)
             else:
                 charges = np.zeros((n, d + 1), dtype=flat.dtype)
@@ -153,17 +156,18 @@ class BerrutMap:
                 sums = self.sums.sorted_sums(charges)
         denominators = self._every_denominators() if every else sums[:, d:]
         # a point on a chosen node takes its value: no 0 / 0 there
-        row_of = np.full(n, -1, dtype=np.int64)
-        row_of[chosen] = np.arange(chosen.size)
         targets, sources = self.sums.coincident
-        hit = row_of[sources] >= 0
-        on_node = self._point_position[targets[hit]]
-        if on_node.size:
+        if sources.size:
+            row_of = np.full(n, -1, dtype=np.int64)
+            row_of[chosen] = np.arange(chosen.size)
+            hit = row_of[sources] >= 0
+            on_node, value_rows = self._point_position[targets[hit]], row_of[sources[hit]]
             denominators = denominators.copy()
             denominators[on_node] = 1.0
         estimates = np.divide(sums[:, :d], denominators)
         estimates += reference
-        estimates[on_node] = flat[row_of[sources[hit]]]
+        if sources.size:
+            estimates[on_node] = flat[value_rows]
         if self.sums.target_order is not None:  # back to the points' order
             ordered = np.empty_like(estimates)
             ordered[self.sums.target_order] = estimates
@@ -172,9 +176,7 @@ class BerrutMap:
 
     def _every_denominators(self) -> np.ndarray:
         if self._every is None:  # the charges in sorted order: signs alternate
-            self._every = self.sums.sorted_sums(
-                np.where(np.arange(self.nodes.size) % 2 == 0, 1.0, -1.0)[:, None]
-            )
+            self._every = self.sums.sorted_sums(self._alternating[:, None])
             self._every.flags.writeable = False
         return self._every
 

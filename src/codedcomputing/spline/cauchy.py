@@ -212,9 +212,8 @@ class CauchySum:
         order (``sources[source_order]``), at the targets in sorted order: ``(M, d)``. With
         ``rows`` (increasing), ``charges`` holds only those sources' rows, the others zero."""
         levels = self.levels_for(charges.shape[1])
-        if levels == 0:
-            with _arraylib.one_blas_thread:
-                return (self._dense() if rows is None else self._dense()[:, rows]) @ charges
+        if levels == 0:  # (apply_matrix: tiny products skip the BLAS thread limiter)
+            return _arraylib.apply_matrix(self._dense() if rows is None else self._dense()[:, rows], charges)
         return self._tree(levels).sums(charges, rows)
 
 
