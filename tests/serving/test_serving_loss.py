@@ -105,6 +105,29 @@ def test_a_lost_replica_loses_no_query(scheme):
         assert np.all(record.redispatched[hit] == 1) and np.all(record.outcome[hit] == 0)
     if scheme.name in ("replication", "hedge"):
         assert record.redispatched.sum() == 0  # the copy or the hedge answered
+    check_redispatches_are_redundant(record)
+
+
+def check_redispatches_are_redundant(record):
+    """The record's work split, recomputed task by task: a query's first task is its primary
+    work (also when it was lost); its re-dispatches, copies, hedges and parities are redundant."""
+    tasks = record.tasks
+    ran = ~np.isnan(tasks["service"])
+    primary = np.zeros(tasks["role"].size, dtype=bool)
+    seen = set()
+    for task, query in enumerate(tasks["query"]):
+        if query >= 0 and query not in seen:
+            seen.add(query)
+            primary[task] = tasks["role"][task] == 0
+    again = (tasks["role"] == 0) & ~primary  # re-dispatched primaries
+    assert again.sum() <= record.redispatched.sum()  # a re-dispatch takes its lost task's role
+    if record.scheme == "none":  # every task is a primary: the redundant ones are re-dispatches
+        assert again.sum() == record.redispatched.sum() > 0
+        assert record.redundant_tasks == record.redispatched.sum() and record.extra_load > 0
+    redundant = ran & ~primary
+    assert record.redundant_tasks == redundant.sum()
+    np.testing.assert_allclose(record.redundant_s, tasks["service"][redundant].sum(), rtol=1e-12)
+    np.testing.assert_allclose(record.work_s - record.redundant_s, tasks["service"][ran & primary].sum())
 
 
 def test_a_replaced_replica_serves_again_and_no_query_is_lost():

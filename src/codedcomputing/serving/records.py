@@ -38,7 +38,9 @@ class ServingRecord:
 
     Work: ``work_s`` every started task's service seconds (a started task runs to its end: no
     preemption); ``redundant_s`` the part spent on tasks that were not a query's primary task
-    (copies, hedges, parities); ``extra_load = redundant_s / (work_s - redundant_s)``;
+    (copies, hedges, parities, and a live run's re-dispatches: the primary work of a query is
+    its first task, also when that task was lost with its replica, so a re-dispatched task,
+    whatever its role, is redundant); ``extra_load = redundant_s / (work_s - redundant_s)``;
     ``redundant_tasks`` such tasks started; ``cancelled`` tasks cancelled before they started
     (they cost nothing). ``horizon_s``: the last completion (the run drains every queue).
 

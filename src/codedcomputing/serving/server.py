@@ -425,6 +425,9 @@ class _Run:
         has = first >= 0
         primary_start[has] = started[first[has]]
         queries = np.array(self.t_query, dtype=np.int64)
+        # redundant: every task but a query's first primary (a re-dispatched primary is redundant)
+        redundant = np.ones(role.size, dtype=bool)
+        redundant[first[has]] = role[first[has]] != PRIMARY
         group = np.full(self.arrivals.size, -1, dtype=np.int64)
         mine = queries >= 0
         group[queries[mine]] = np.array(self.t_group, dtype=np.int64)[mine]
@@ -444,8 +447,8 @@ class _Run:
             mean_load=np.array(self.area) / horizon if horizon > 0 else np.zeros(self.num_replicas),
             served=np.array(self.served, dtype=np.int64),
             work_s=float(service[ran].sum()),
-            redundant_s=float(service[ran & (role != PRIMARY)].sum()),
-            redundant_tasks=int(np.sum(ran & (role != PRIMARY))),
+            redundant_s=float(service[ran & redundant].sum()),
+            redundant_tasks=int(np.sum(ran & redundant)),
             cancelled=self.cancelled,
             horizon_s=horizon,
             load_trace=None
