@@ -7,13 +7,15 @@
    p50, p99, the decoded share, each a mean over seeds with a 95% bootstrap interval; and the
    paired ratio thread / simulated of p50 and p99.
 2. The master's work per query (frontend: every event it handles, the code's encode and
-   decode among it; the frontend thread's CPU time) on the ThreadServer with the coded scheme
-   (BACC, K = 10, 20, 50, N = 1.5 K replicas, LeNet-5's input and output shapes, a trivial f so
-   that the replicas cost nothing), against one LeNet-5 call on one input measured next to each
-   run; interleaved on the same stream: no redundancy (the event handling alone), the coded
-   scheme, and the coded scheme with its live encode and decode through the code's checked
-   public API (the route before the fast path); and (2b) the two routes' encode and decode
-   alone, call by call on the same groups and arrived sets, without threads.
+   decode among it; its CPU time on whichever thread ran it) on the ThreadServer with the coded
+   scheme (BACC, K = 10, 20, 50, N = 1.5 K replicas, LeNet-5's input and output shapes, a
+   trivial f so that the replicas cost nothing), against one LeNet-5 call on one input measured
+   next to each run; interleaved on the same stream: no redundancy (the event handling alone)
+   and the coded scheme, each on the two frontends (``events``: every result handed back to the
+   frontend thread; ``inline``: the replica thread runs the result hook under the frontend's
+   lock), with paired ratios inline / events of the frontend's CPU, the whole process's CPU and
+   p50; and (2b) the live encode and decode alone, the fast route against the code's checked
+   public API, call by call on the same groups and arrived sets, without threads.
 3. Real interference: two LeNet-5 replicas pinned to two cores (``affinity``), 400 queries/s,
    with and without a busy process (:class:`~codedcomputing.serving.Interference`) pinned to
    the first replica's core; each replica's task service times and the queries' p99.
@@ -135,16 +137,22 @@ def lenet_call(lenet, x, calls: int = 100) -> float:
 
 
 def master_work(args) -> None:
-    """Per seed and K, interleaved: no redundancy, the coded scheme (fast live encode and
-    decode), the coded scheme through the code's checked API, each on the same stream, and a
-    LeNet-5 call measured between the runs; medians over seeds of each run's us per query and
-    of the ratio to the LeNet-5 call measured next to it."""
+    """Per seed and K, interleaved on the same stream (arrivals, inputs, service draws): no
+    redundancy and the coded scheme, each on the two frontends (``events``: every replica
+    result handed back to the frontend thread; ``inline``: the replica thread runs the result
+    hook under the frontend's lock), the order reversed on odd seeds, and a LeNet-5 call
+    measured next to each run. Per run: the frontend's CPU per query (``master_s``, on
+    whichever thread ran it) and the whole process's CPU per query (every thread: the driver,
+    the replicas with a trivial f, the hand-offs); per K: medians [min, max] over seeds, the
+    frontend / LeNet-5 ratio, and the paired ratios inline / events with 95% bootstrap
+    intervals of their mean."""
     lenet = cc.models.numpy_function("lenet5", progress=False)
     x = np.random.default_rng(0).normal(size=(1, 1, 28, 28)).astype(np.float32)
     lenet(x)
     print(
         f"\n2. the frontend's CPU per query against one LeNet-5 call on one input (median of 100 calls next "
-        f"to each run, torch threads {torch.get_num_threads()}); {args.seeds} seeds, medians [min, max]"
+        f"to each run, torch threads {torch.get_num_threads()}); {args.seeds} seeds x {args.master_queries} "
+        "queries, medians [min, max]; both frontends interleaved on the same streams"
     )
     service = cc.runtime.delays.Bimodal(base=1.0, p=args.p, slowdown=10.0)
 
@@ -155,10 +163,16 @@ def master_work(args) -> None:
         v = np.asarray(values) * scale
         return f"{form.format(np.median(v))} [{form.format(v.min())}, {form.format(v.max())}]"
 
+    def ratio(rows, a, b):
+        mean, low, high = bootstrap_mean(np.array(rows[a]) / np.array(rows[b]))
+        return f"{mean:.2f} [{low:.2f}, {high:.2f}]"
+
     print(
-        f"{'K':>4s} {'N':>4s} {'LeNet us':>9s} {'decoded':>8s} {'none us/q':>16s} {'coded us/q':>16s} "
-        f"{'encode':>7s} {'decode':>7s} {'checked us/q':>16s} {'coded / LeNet':>20s} {'checked / LeNet':>20s}"
+        f"{'K':>4s} {'N':>4s} {'LeNet us':>9s} {'scheme':>7s} {'decoded':>8s} {'events us/q':>14s} "
+        f"{'inline us/q':>14s} {'enc+dec':>8s} {'events/LeNet':>20s} {'inline/LeNet':>20s} "
+        f"{'frontend in/ev':>18s} {'process CPU in/ev':>18s} {'p50 in/ev':>18s}"
     )
+    frontends = ("events", "inline")
     for k in (10, 20, 50):
         n = k + k // 2
         rows: dict[str, list[float]] = {}
@@ -167,37 +181,50 @@ def master_work(args) -> None:
             inputs = (
                 np.random.default_rng(seed).normal(size=(args.master_queries, 1, 28, 28)).astype(np.float32)
             )
-            runs = {
-                "none": serving.NoRedundancy(),
-                "coded": serving.Coded(
-                    cc.BACC(k, n, systematic=True), tau=args.tau, max_group_wait=args.group_wait
-                ),
-                "checked": CheckedCoded(
-                    cc.BACC(k, n, systematic=True), tau=args.tau, max_group_wait=args.group_wait
-                ),
-            }
-            order = list(runs) if seed % 2 == 0 else list(runs)[::-1]
-            for name in order:
+            runs = [(scheme, frontend) for scheme in ("none", "coded") for frontend in frontends]
+            for scheme, frontend in runs if seed % 2 == 0 else runs[::-1]:
+                made = (
+                    serving.NoRedundancy()
+                    if scheme == "none"
+                    else serving.Coded(
+                        cc.BACC(k, n, systematic=True), tau=args.tau, max_group_wait=args.group_wait
+                    )
+                )
                 call = lenet_call(lenet, x)
+                cpu = time.process_time()
                 record = serving.ThreadServer(
-                    trivial, n, runs[name], service=service, time_unit=args.master_unit, seed=seed
+                    trivial,
+                    n,
+                    made,
+                    service=service,
+                    time_unit=args.master_unit,
+                    seed=seed,
+                    frontend=frontend,
                 ).run(arrivals, inputs)
+                cpu = time.process_time() - cpu
                 q = record.num_queries
                 us = record.master_s["frontend"] / q * 1e6
-                rows.setdefault(name, []).append(us)
-                rows.setdefault(f"{name}/lenet", []).append(us / (call * 1e6))
+                key = f"{scheme} {frontend}"
+                for name, value in (
+                    ("", us),
+                    (" /lenet", us / (call * 1e6)),
+                    (" process", cpu / q * 1e6),
+                    (" p50", record.percentile(50)),
+                    (" code", (record.master_s["encode"] + record.master_s["decode"]) / q * 1e6),
+                    (" decoded", record.counts()["decoded"] / q),
+                ):
+                    rows.setdefault(key + name, []).append(value)
                 rows.setdefault("lenet", []).append(call * 1e6)
-                if name == "coded":
-                    rows.setdefault("encode", []).append(record.master_s["encode"] / q * 1e6)
-                    rows.setdefault("decode", []).append(record.master_s["decode"] / q * 1e6)
-                    rows.setdefault("decoded", []).append(record.counts()["decoded"] / q)
-        print(
-            f"{k:4d} {n:4d} {np.median(rows['lenet']):9.0f} {np.median(rows['decoded']):8.3f} "
-            f"{cell(rows['none']):>16s} {cell(rows['coded']):>16s} {np.median(rows['encode']):7.1f} "
-            f"{np.median(rows['decode']):7.1f} {cell(rows['checked']):>16s} "
-            f"{cell(rows['coded/lenet'], 100, '{:.1f}%'):>20s} "
-            f"{cell(rows['checked/lenet'], 100, '{:.1f}%'):>20s}"
-        )
+        for scheme in ("none", "coded"):
+            ev, inl = f"{scheme} events", f"{scheme} inline"
+            print(
+                f"{k:4d} {n:4d} {np.median(rows['lenet']):9.0f} {scheme:>7s} "
+                f"{np.median(rows[inl + ' decoded']):8.3f} {cell(rows[ev]):>14s} {cell(rows[inl]):>14s} "
+                f"{np.median(rows[inl + ' code']):8.1f} {cell(rows[ev + ' /lenet'], 100, '{:.1f}%'):>20s} "
+                f"{cell(rows[inl + ' /lenet'], 100, '{:.1f}%'):>20s} {ratio(rows, inl, ev):>18s} "
+                f"{ratio(rows, inl + ' process', ev + ' process'):>18s} "
+                f"{ratio(rows, inl + ' p50', ev + ' p50'):>18s}"
+            )
 
 
 class _Frontend:

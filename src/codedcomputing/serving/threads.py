@@ -1,15 +1,20 @@
 """Real-time replicas on threads: the same schemes as the simulated server, on a real clock.
 
 :class:`ThreadServer` holds R replica threads, each with the model ``f`` once and a FIFO queue
-of tasks (one input row per task, served one at a time), and one *frontend* thread that runs
-the scheme: every arrival, every replica's result and every timer (a group's maximum wait, a
-decode deadline, a hedge's delay) is an event the frontend handles in turn, calling the same
+of tasks (one input row per task, served one at a time), and a *frontend* that runs the
+scheme: every arrival, every replica's result and every timer (a group's maximum wait, a
+decode deadline, a hedge's delay) is an event handled in turn under one lock, calling the same
 :class:`~codedcomputing.serving.Scheme` hooks as :class:`~codedcomputing.serving.SimulatedServer`.
-Timers live on a heap in the frontend (no ``threading.Timer``): it sleeps on its event queue
-until the next event or the earliest timer. A coded group's parity inputs are encoded with the
+Arrivals and timers are handled by the frontend thread; a replica's result by the replica's
+own thread as soon as it is in (``frontend="inline"``, the default: no hand-back through the
+frontend's queue and no frontend wake-up per task), or by the frontend thread
+(``frontend="events"``). Timers live on a heap (no ``threading.Timer``): the frontend thread
+sleeps on its event queue until the next event or the earliest timer, and a replica that puts
+a new earliest timer wakes it. A coded group's parity inputs are encoded with the
 code's ``encode`` when the group closes, and a decode runs with the code's ``decode`` on the
 results that arrived, when it answers; the frontend's CPU time (its whole event handling, the
-encode and the decode among it) is measured per run (``record.master_s``).
+encode and the decode among it, on whichever thread ran it) is measured per run
+(``record.master_s``).
 
 Choices, stated once:
 
@@ -62,6 +67,8 @@ from .server import (
 )
 
 __all__ = ["Answer", "QueryFailed", "ReplicaLost", "ThreadServer"]
+
+FRONTENDS = ("inline", "events")
 
 _DECODED = OUTCOMES.index("decoded")
 
@@ -143,6 +150,13 @@ class ThreadServer:
         Pin replica r's thread to ``affinity[r]`` (``os.sched_setaffinity``, Linux; None in an
         entry leaves that replica free): with :class:`~codedcomputing.serving.Interference`
         on the same core, that replica straggles for real.
+    frontend : {"inline", "events"}, default "inline"
+        Who runs the scheme's hook for a replica's result: ``"inline"``, the replica's own
+        thread, under the frontend's lock, as soon as the result is in (no hand-back through
+        the frontend's event queue, no frontend wake-up per task); ``"events"``, the frontend
+        thread, which gets every result as an event. Arrivals and timers go to the frontend
+        thread either way; the answers, the order of each replica's queue and the timers are
+        the same.
 
     Use as a context manager (``with ThreadServer(...) as server: server.submit(x)``), or
     :meth:`run` a whole arrival sequence.
@@ -160,6 +174,7 @@ class ThreadServer:
         cancel=True,
         seed=0,
         affinity=None,
+        frontend: str = "inline",
     ):
         self.num_replicas = check_count(num_replicas, "num_replicas", 1)
         if callable(f):
@@ -192,6 +207,7 @@ class ThreadServer:
             raise ValueError(
                 f"affinity must be None or {self.num_replicas} sets of core ids, got {affinity!r}"
             )
+        self.frontend = check_choice(frontend, "frontend", FRONTENDS)
         self._run: _LiveRun | None = None
         self._state = "new"
         self._gate = threading.Lock()  # a submit and a close do not interleave
@@ -272,7 +288,7 @@ class ThreadServer:
         return (
             f"ThreadServer({self.num_replicas} replicas, {self.scheme!r}, service={self.service!r}, "
             f"time_unit={self.time_unit:g}, balancer={self.balancer!r}, cancel={self.cancel}, "
-            f"seed={self.seed})"
+            f"seed={self.seed}, frontend={self.frontend!r})"
         )
 
 
@@ -297,8 +313,9 @@ def _check_input(x, spec: list) -> np.ndarray:
 
 
 class _LiveRun(_Run):
-    """One real-time run: the scheme's ``run`` interface over replica threads; the frontend
-    thread alone calls the scheme and mutates the bookkeeping (replicas post events)."""
+    """One real-time run: the scheme's ``run`` interface over replica threads; the scheme is
+    called and the bookkeeping mutated only under ``mutex`` (by the frontend thread, and by a
+    replica thread handling its own result when ``inline``)."""
 
     def __init__(self, server: ThreadServer, last_query: int):
         service_seed, balance_seed = np.random.SeedSequence(server.seed).spawn(2)
@@ -348,7 +365,10 @@ class _LiveRun(_Run):
         self.halt = threading.Event()  # cuts injected sleeps short at the end
         self.drained = threading.Event()
         self.closing = False
+        self.stopped = False  # set under the mutex once the frontend stops: late results are dropped
         self.t0 = 0.0
+        self.inline = server.frontend == "inline"
+        self.mutex = threading.Lock()  # the scheme and the bookkeeping: one handler at a time
 
     def clock(self) -> float:
         return (time.perf_counter() - self.t0) / self.unit
@@ -378,6 +398,8 @@ class _LiveRun(_Run):
             self.events.put(("abandon",))
             self.drained.wait()
         self.halt.set()
+        with self.mutex:
+            self.stopped = True
         for q in self.queues:
             q.put(-1)
         self.events.put(("stop",))
@@ -452,25 +474,51 @@ class _LiveRun(_Run):
     def loop(self) -> None:
         heap, events = self.heap, self.events
         while True:
+            # a heap read without the mutex: a handler on a replica thread that puts a timer
+            # first on the heap posts a wake-up, so a stale wait ends in time
             timeout = None if not heap else max(0.0, (heap[0][0] - self.clock()) * self.unit)
             try:
                 event = events.get(timeout=timeout)
             except queue.Empty:
                 event = None
+            with self.mutex:
+                cpu = time.thread_time()
+                while True:  # every event already queued, in order, before sleeping again
+                    self.now = self.clock()
+                    if event is not None and event[0] == "stop":
+                        return
+                    self.step(event)
+                    try:
+                        event = events.get_nowait()
+                    except queue.Empty:
+                        break
+                self.settle()
+                self.master["frontend"] += time.thread_time() - cpu
+
+    def settle(self) -> None:
+        """After a batch of events: the queries whose tasks failed, and the drain on close."""
+        if self.suspects:
+            self.check_suspects()
+        if self.closing and not self.drained.is_set() and all(o != -1 for o in self.outcome):
+            self.drained.set()
+
+    def post(self, event) -> None:
+        """A replica's event (a result, a loss, a replacement): handled at once on the calling
+        replica thread under the mutex (``inline``), or queued for the frontend thread."""
+        if not self.inline:
+            self.events.put(event)
+            return
+        heap = self.heap
+        with self.mutex:
+            if self.stopped:
+                return
             cpu = time.thread_time()
-            while True:  # every event already queued, in order, before sleeping again
-                self.now = self.clock()
-                if event is not None and event[0] == "stop":
-                    return
-                self.step(event)
-                try:
-                    event = events.get_nowait()
-                except queue.Empty:
-                    break
-            if self.suspects:
-                self.check_suspects()
-            if self.closing and not self.drained.is_set() and all(o != -1 for o in self.outcome):
-                self.drained.set()
+            first = heap[0][0] if heap else math.inf
+            self.now = self.clock()
+            self.step(event)
+            self.settle()
+            if heap and heap[0][0] < first:  # a new earliest timer: the frontend's wait is stale
+                self.events.put(("wake",))
             self.master["frontend"] += time.thread_time() - cpu
 
     def step(self, event) -> None:
@@ -540,6 +588,8 @@ class _LiveRun(_Run):
         elif kind == "replaced":
             self.dead.discard(event[1])
             self.replaced.append((event[1], self.now))
+        elif kind == "wake":
+            pass
         elif kind == "abandon":
             for query in range(len(self.outcome)):
                 if self.outcome[query] == -1:
@@ -598,7 +648,7 @@ class _LiveRun(_Run):
                     continue
                 self.t_state[task] = _RUNNING
             if lost is not None:  # queued behind the loss: lost with the replica, never started
-                self.events.put(("done", task, None, lost, 0.0, True))
+                self.post(("done", task, None, lost, 0.0, True))
                 continue
             began = time.perf_counter()
             self.t_start[task] = (began - self.t0) / self.unit
@@ -622,7 +672,7 @@ class _LiveRun(_Run):
             except Exception as err:  # a failing replica is a straggler, never a crash
                 why = f"raised {type(err).__name__}: {err}"
             busy = (time.perf_counter() - began) / self.unit
-            self.events.put(("done", task, output, why, busy, lost is not None))
+            self.post(("done", task, output, why, busy, lost is not None))
             if lost is not None and self.replace_lost(replica, lost):
                 lost = None
 
@@ -643,10 +693,10 @@ class _LiveRun(_Run):
                 if self.t_state[task] != _QUEUED:
                     continue
                 self.t_state[task] = _RUNNING
-            self.events.put(("done", task, None, why, 0.0, True))
+            self.post(("done", task, None, why, 0.0, True))
         if self.halt.is_set() or not self.backend.replace(replica):
             return False
-        self.events.put(("replaced", replica))
+        self.post(("replaced", replica))
         return True
 
     # --- the record ---------------------------------------------------------------------
