@@ -175,3 +175,31 @@ def test_ray_server_checks_its_arguments_before_starting_ray():
     server = serving.RayServer(**good, actor_options={"num_cpus": 0})
     assert server.actor_options == [{"num_cpus": 0}] * 2 and server.nodes is None
     assert "RayServer(2 replicas" in repr(server)
+
+
+def test_ray_server_refuses_to_start_ray_outside_the_main_thread(monkeypatch):
+    ray = pytest.importorskip("ray")
+
+    def init(*args, **kwargs):
+        raise AssertionError("ray.init must not be called outside the main thread")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    server = serving.RayServer(linear, 2, serving.NoRedundancy(), address="auto")
+    raised = []
+
+    def start():
+        try:
+            server.start()
+        except Exception as err:  # the test reads it
+            raised.append(err)
+
+    thread = threading.Thread(target=start, name="lifespan")
+    thread.start()
+    thread.join(30)
+    assert len(raised) == 1 and isinstance(raised[0], RuntimeError), raised
+    message = str(raised[0])
+    assert "'lifespan'" in message and "main thread" in message and "ray.init()" in message
+    assert "address='auto'" in message
+    with pytest.raises(RuntimeError, match="running server"):  # nothing was left running
+        server.submit(np.zeros(4))

@@ -155,6 +155,29 @@ def test_a_server_joins_a_running_cluster_by_address_and_ships_the_model_once(cl
             ray.init(address=cluster.address, log_to_driver=False, configure_logging=False)
 
 
+def test_parm_ships_its_parity_function_once_per_actor(cluster):
+    import ray
+
+    scheme = serving.ParM(2, max_group_wait=3.0, parity_f=parity_f)
+    server = serving.RayServer(
+        linear, 3, scheme, actor_options=on("node0"), time_unit=UNIT, cancel=False, seed=0
+    )  # no cancel: every parity task runs
+    inputs = np.random.default_rng(6).normal(size=(24, 4))
+    with server:
+        futures = [server.submit(x) for x in inputs]
+        for future in futures:
+            future.result(60)
+        shipped = ray.get([actor.shipped.remote() for actor in server._run.backend.actors], timeout=60)
+    record = server.record()
+    parity = record.tasks["role"] == 3
+    ran = parity & ~np.isnan(record.tasks["service"])
+    per_actor = np.bincount(record.tasks["replica"][ran], minlength=3)
+    assert per_actor.sum() >= 6 and per_actor.max() >= 2  # 12 groups; some actor ran several parities
+    # the parity function crossed once to each actor that ran a parity task, not once a task
+    assert shipped == [int(n > 0) for n in per_actor], (shipped, per_actor)
+    np.testing.assert_allclose(np.stack([f.result().estimate for f in futures]), linear(inputs), atol=1e-9)
+
+
 @pytest.mark.parametrize(
     "scheme",
     [serving.NoRedundancy(), serving.Coded(cc.BACC(3, 4, systematic=True), tau=3.0, max_group_wait=3.0)],

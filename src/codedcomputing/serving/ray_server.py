@@ -2,7 +2,9 @@
 
 :class:`RayServer` is a :class:`~codedcomputing.serving.ThreadServer` whose replicas are Ray
 actors, one per replica: the model goes into the object store once (``ray.put``) and each
-actor receives it at its construction; the frontend, its timers, the schemes and the record
+actor receives it at its construction; another function (ParM's ``parity_f``) goes into the
+object store once and to an actor with the first task of it that actor runs, which keeps it
+(later tasks carry its key alone); the frontend, its timers, the schemes and the record
 are the thread server's. Each replica keeps a local proxy thread and a FIFO queue: the proxy
 sends one task at a time to its actor and waits for its result, so the actor's queue is the
 replica's queue, the frontend can still cancel a task that has not started, and an injected
@@ -23,11 +25,17 @@ threads (no re-dispatch: the same input would fail again).
 
 Ray: joins the cluster at ``address`` (``"auto"``, ``"ray://..."`` or ``host:port``), or uses
 the Ray this process already runs, or starts a local one (``num_cpus``) and shuts it down at
-:meth:`~RayServer.close`. Start Ray yourself to keep one session across several servers.
+:meth:`~RayServer.close`. Start Ray yourself to keep one session across several servers. Ray
+is started (or joined) only from the main thread: :meth:`~RayServer.start` in another thread
+(an HTTP app's lifespan runs it in a worker thread) raises ``RuntimeError`` unless Ray already
+runs, since a process whose Ray started in a worker thread aborted at exit (SIGABRT) in 2 of 3
+runs (Ray 2.60); call ``ray.init(...)`` in the main thread first (``coded serve --backend ray``
+does).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping, Sequence
 
@@ -50,15 +58,27 @@ def _ray():
 
 
 class _Replica:
-    """A Ray actor holding one replica's model; serves one call at a time (FIFO)."""
+    """A Ray actor holding one replica's model; serves one call at a time (FIFO).
+
+    Other functions (ParM's parity model) are kept too: ``call(key, fn, x, delay)`` runs the
+    model (``key`` -1) or function ``key``, which the call brings (``fn``) the first time this
+    actor runs it and never again (``received`` counts the functions that crossed)."""
 
     def __init__(self, f):
         self.f = f
+        self.functions: dict = {}
+        self.received = 0
 
-    def call(self, fn, x, delay):
+    def call(self, key, fn, x, delay):
+        if fn is not None:
+            self.functions[key] = fn
+            self.received += 1
         if delay > 0:
             time.sleep(delay)
-        return np.asarray((fn if fn is not None else self.f)(x))
+        return np.asarray((self.f if key < 0 else self.functions[key])(x))
+
+    def shipped(self) -> int:
+        return self.received
 
     def node(self) -> str:
         return _ray().get_runtime_context().get_node_id()
@@ -85,6 +105,15 @@ class _RayReplicas:
         self.halt = run.halt
         self.started_ray = False
         if not ray.is_initialized():
+            if threading.current_thread() is not threading.main_thread():
+                # a driver whose Ray started in another thread aborted (SIGABRT) at exit in 2 of 3
+                # runs (Ray 2.60, from the HTTP app's lifespan): refused, with the fix
+                raise RuntimeError(
+                    f"RayServer.start would start Ray in thread {threading.current_thread().name!r}, "
+                    "not the main thread (such a process may abort at exit): call ray.init() "
+                    f"(address={server.address!r} to join a cluster) in the main thread before "
+                    "starting the server, and ray.shutdown() after closing it"
+                )
             ray.init(
                 address="local" if server.address is None else server.address,
                 num_cpus=server.num_cpus if server.address is None else None,
@@ -99,7 +128,9 @@ class _RayReplicas:
         for g in server.functions:
             if id(g) not in refs:
                 refs[id(g)] = ray.put(g)
-        self.extra: dict[int, tuple] = {}  # other functions (parity models), put once each
+        self.lock = threading.Lock()
+        self.extra: dict[int, tuple] = {}  # other functions (parity models): (fn, key, ref)
+        self.holds: list[set] = [set() for _ in server.functions]  # keys each actor holds
         self.actors = [
             remote.options(**server.actor_options[r]).remote(refs[id(g)])
             for r, g in enumerate(server.functions)
@@ -110,15 +141,27 @@ class _RayReplicas:
             self.close()
             raise
 
-    def _ref(self, fn):
+    def _function(self, replica, fn) -> tuple:
+        """``(key, ref or None)``: ``fn``'s key, and its object-store copy if the replica's actor
+        does not hold it yet (it keeps it from this call on)."""
+        if fn is None:
+            return -1, None
         entry = self.extra.get(id(fn))
-        if entry is None or entry[0] is not fn:
-            entry = self.extra[id(fn)] = (fn, _ray().put(fn))  # keeps fn alive: its id stays its own
-        return entry[1]
+        if entry is None or entry[0] is not fn:  # keeps fn alive: its id stays its own
+            with self.lock:  # proxy threads of several replicas may meet a new fn at once
+                entry = self.extra.get(id(fn))
+                if entry is None or entry[0] is not fn:
+                    entry = self.extra[id(fn)] = (fn, len(self.extra), _ray().put(fn))
+        _, key, ref = entry
+        if key in self.holds[replica]:
+            return key, None
+        self.holds[replica].add(key)
+        return key, ref
 
     def call(self, replica, fn, x, delay):
         ray = _ray()
-        ref = self.actors[replica].call.remote(None if fn is None else self._ref(fn), x, delay)
+        key, ref = self._function(replica, fn)
+        ref = self.actors[replica].call.remote(key, ref, x, delay)
         while True:
             ready, _ = ray.wait([ref], timeout=self.server.poll_s)
             if ready:
@@ -157,6 +200,7 @@ class _RayReplicas:
                 pass
             return False
         self.actors[replica] = actor
+        self.holds[replica] = set()  # the new actor holds the model alone
         server.nodes[replica] = node
         return True
 
