@@ -26,7 +26,7 @@ with warnings.catch_warnings():  # Starlette 1.x would rather have httpx2 under 
 
 from codedcomputing import BACC
 from codedcomputing.runtime.delays import Bimodal
-from codedcomputing.serving import Coded, NoRedundancy, ThreadServer, http
+from codedcomputing.serving import Coded, NoRedundancy, ParM, RayServer, ThreadServer, http
 from codedcomputing.serving.http import create_app
 
 SHAPE = (2, 3)
@@ -197,6 +197,102 @@ def test_coded_scheme_answers_exact_or_decoded_with_exact_flags():
     decoded = int(metrics.split('coded_queries_total{outcome="decoded"} ')[1].split()[0])
     assert decoded == int((~exact).sum()) > 0
     assert np.all(np.isfinite(outputs))
+
+
+def test_parm_answers_over_http_with_a_stand_in_parity_function():
+    """ParM 2 with stragglers, its parity model a stand-in that is exact for the linear f (the sum
+    of a group's inputs through f): every answer is f(x), the decoded ones flagged not exact."""
+    service = Bimodal(base=2.0, p=0.3, slowdown=20.0)
+    scheme = ParM(2, max_group_wait=50.0, parity_f=lambda groups: f(np.sum(groups, axis=1)))
+    app = create_app(lambda: ThreadServer(f, 3, scheme, service=service, time_unit=1e-3, seed=3), SHAPE)
+    xs = np.random.default_rng(5).normal(size=(4, 6, 6)).astype(np.float32)
+    with TestClient(app) as client:
+        wait_ready(client)
+        bodies = [client.post("/predict", json={"inputs": group.tolist()}).json() for group in xs]
+        metrics = client.get("/metrics").text
+    exact = np.concatenate([b["exact"] for b in bodies])
+    outputs = np.concatenate([b["outputs"] for b in bodies])
+    np.testing.assert_allclose(outputs, f(xs.reshape(-1, 6)), rtol=1e-4, atol=1e-4)  # float32 inputs
+    decoded = int(metrics.split('coded_queries_total{outcome="decoded"} ')[1].split()[0])
+    assert decoded == int((~exact).sum()) > 0
+
+
+def test_a_request_with_failed_inputs_answers_503_with_the_answered_ones():
+    """The partial-answer contract: 503 naming every failed input, ``failed`` their indices, the
+    other inputs' outputs and exact flags in place (null at the failed ones); the server serves on."""
+
+    def fails_on_large(x):
+        if np.abs(x).max() > 100:
+            raise ValueError("input too large for this replica")
+        return f(x)
+
+    app = create_app(lambda: ThreadServer(fails_on_large, 2, NoRedundancy(), time_unit=1e-3, seed=0), SHAPE)
+    xs = np.random.default_rng(6).normal(size=(5, 6))
+    xs[[1, 3]] *= 1000
+    with TestClient(app) as client:
+        wait_ready(client)
+        partial = client.post("/predict", json={"inputs": xs.tolist()})
+        after = client.post("/predict", json={"inputs": xs[[0, 2]].tolist()})
+        metrics = client.get("/metrics").text
+    assert partial.status_code == 503
+    body = partial.json()
+    assert body["failed"] == [1, 3]
+    assert "2 of 5 inputs" in body["error"] and "inputs[1]" in body["error"] and "inputs[3]" in body["error"]
+    assert "input too large" in body["error"] and "inputs[0]" not in body["error"]
+    assert body["exact"] == [True, None, True, None, True]
+    assert body["outputs"][1] is None and body["outputs"][3] is None
+    answered = [0, 2, 4]
+    np.testing.assert_allclose(
+        [body["outputs"][i] for i in answered], f(xs[answered].astype(np.float32)), rtol=1e-6
+    )
+    assert after.status_code == 200  # the failures disturbed no other query
+    assert 'coded_queries_total{outcome="failed"} 2' in metrics
+    assert 'coded_queries_total{outcome="own"} 5' in metrics  # 3 and 2
+    assert 'coded_http_responses_total{code="503"} 1' in metrics
+
+
+def test_a_server_that_fails_to_start_is_reported_by_health_and_predict():
+    def broken():
+        raise ValueError("no model at that path")
+
+    with TestClient(create_app(broken, SHAPE)) as client:
+        deadline = time.monotonic() + 10
+        while client.get("/health").json()["status"] == "starting":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        health = client.get("/health")
+        predict = client.post("/predict", json={"inputs": [[0] * 6]})
+    assert health.status_code == 503
+    assert health.json() == {"status": "failed", "error": "ValueError: no model at that path"}
+    assert (
+        predict.status_code == 503
+        and "failed to start (ValueError: no model at that path)" in predict.json()["error"]
+    )
+
+
+def test_a_ray_server_started_in_the_lifespan_thread_is_refused_with_the_fix(monkeypatch):
+    """The lifespan starts the server in a worker thread: a RayServer that would start Ray there
+    (which aborted processes at exit) fails to start, and /health says how to fix it."""
+    ray = pytest.importorskip("ray")
+
+    def init(*args, **kwargs):
+        raise AssertionError("ray.init must not be called from the lifespan's thread")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    app = create_app(lambda: RayServer(f, 2, NoRedundancy()), SHAPE)
+    with TestClient(app) as client:
+        deadline = time.monotonic() + 10
+        while client.get("/health").json()["status"] == "starting":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        health = client.get("/health").json()
+    assert health["status"] == "failed"
+    assert (
+        "RuntimeError" in health["error"]
+        and "main thread" in health["error"]
+        and "ray.init()" in health["error"]
+    )
 
 
 def test_metrics_are_prometheus_text():

@@ -22,10 +22,19 @@ Contract (clients and tests rely on it):
   submit nothing: 415 a content type other than JSON; 413 a body over ``max_body_bytes``
   (or more than ``max_inputs`` inputs); 400 a body that is not JSON (NaN and Infinity
   tokens included); 422 valid JSON that is not an object with a non-empty list ``"inputs"``
-  of finite numeric inputs of the model's shape. 503: the server is not ready yet, is
-  shutting down, or could not answer a query (a replica failed it and no other path could).
+  of finite numeric inputs of the model's shape. 503 ``{"error": "..."}``: the server is not
+  ready yet, failed to start, or is shutting down.
+- A partial answer: when some inputs of a request could not be answered (a replica failed their
+  queries and no other path could), the request answers 503 with ``{"error": "...", "failed":
+  [i, ...], "outputs": [...], "exact": [...]}``: ``error`` names each failed input and why,
+  ``failed`` lists their indices (ascending), and ``outputs``/``exact`` are as for a 200 with
+  ``null`` at the failed indices, so a client may keep the answered ones and resend only the
+  failed inputs. Every input's query is answered or failed once; none is resubmitted by the
+  server.
 - ``GET /health``: 200 ``{"status": "ready"}`` once the replicas are started and a warm-up
-  query has been answered; 503 ``{"status": "starting"}`` before (and ``"closing"`` after).
+  query has been answered; 503 ``{"status": "starting"}`` before (and ``"closing"`` after);
+  503 ``{"status": "failed", "error": "..."}`` when starting the server raised (the error,
+  e.g. a RayServer asked to start Ray in the lifespan's worker thread).
 - ``GET /metrics``: Prometheus text format (0.0.4): ``coded_queries_total{outcome}`` and
   ``coded_query_latency_seconds{outcome,quantile}`` (0.5, 0.99, 0.999 over the last 10,000
   queries of each outcome, NaN before the first; ``_sum`` and ``_count`` over all) for the
@@ -253,11 +262,16 @@ def create_app(
     metrics = HTTPMetrics()
 
     def start_server() -> None:
-        server = make_server()
-        if not isinstance(server, ThreadServer):
-            raise ValueError(f"make_server must return a ThreadServer, got {server!r}")
-        state["server"] = server.start()
-        server.submit(np.zeros(shape, dtype=dtype)).result()  # warm-up: the replicas answer
+        try:
+            server = make_server()
+            if not isinstance(server, ThreadServer):
+                raise ValueError(f"make_server must return a ThreadServer, got {server!r}")
+            state["server"] = server.start()
+            server.submit(np.zeros(shape, dtype=dtype)).result()  # warm-up: the replicas answer
+        except Exception as err:  # reported by /health and /predict, not lost in the lifespan
+            state["error"] = f"{type(err).__name__}: {err}"
+            state["status"] = "failed"
+            raise
         state["status"] = "ready"
 
     @contextlib.asynccontextmanager
@@ -278,7 +292,8 @@ def create_app(
 
     async def predict(request: Request) -> Response:
         if state["status"] != "ready":
-            return reply(503, {"error": f"the server is {state['status']}"})
+            why = f" to start ({state['error']})" if state["status"] == "failed" else ""
+            return reply(503, {"error": f"the server is {state['status']}{why}"})
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type != "application/json":
             return reply(415, {"error": f"content type must be application/json, got {content_type!r}"})
@@ -316,16 +331,25 @@ def create_app(
                 metrics.query("failed", None)
             else:
                 metrics.query(answer.outcome, answer.latency)
+        outputs = [None if i in failed else np.asarray(a.estimate).tolist() for i, a in enumerate(answers)]
+        exact = [None if i in failed else a.exact for i, a in enumerate(answers)]
         if failed:
-            why = answers[failed[0]]
-            kind = "" if isinstance(why, QueryFailed) else f"{type(why).__name__}: "
-            return reply(503, {"error": f"inputs[{failed[0]}] was not answered ({kind}{why})"})
-        outputs = [np.asarray(a.estimate).tolist() for a in answers]
-        return reply(200, {"outputs": outputs, "exact": [a.exact for a in answers]})
+            reasons = []
+            for i in failed:
+                why = answers[i]
+                kind = "" if isinstance(why, QueryFailed) else f"{type(why).__name__}: "
+                reasons.append(f"inputs[{i}] ({kind}{why})")
+            content = {
+                "error": f"{len(failed)} of {len(answers)} inputs were not answered: " + "; ".join(reasons)
+            }
+            content.update(failed=failed, outputs=outputs, exact=exact)
+            return reply(503, content)
+        return reply(200, {"outputs": outputs, "exact": exact})
 
     async def health(request: Request) -> Response:
         status = state["status"]
-        return JSONResponse({"status": status}, status_code=200 if status == "ready" else 503)
+        content = {"status": status} if status != "failed" else {"status": status, "error": state["error"]}
+        return JSONResponse(content, status_code=200 if status == "ready" else 503)
 
     async def metrics_text(request: Request) -> Response:
         return Response(metrics.text(), media_type="text/plain; version=0.0.4; charset=utf-8")
