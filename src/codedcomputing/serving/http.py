@@ -5,7 +5,8 @@ API (``start``, ``submit(x) -> Future[Answer]``, ``close``), so it serves thread
 Ray actor replicas (:class:`~codedcomputing.serving.RayServer`, a ThreadServer) alike. Start
 or join Ray in the main thread before :func:`run` and shut it down after (``coded serve
 --backend ray`` does): a RayServer left to start its own Ray would start it in the lifespan's
-worker thread, and such a process ended with SIGABRT at exit in 2 of 3 runs here (Ray 2.60).
+worker thread (such a process ended with SIGABRT at exit in 2 of 3 runs here, Ray 2.60), so it
+refuses, and ``/health`` reports the failed start with the fix.
 It needs the ``serve`` extra (``pip install 'codedcomputing[serve]'``: Starlette and uvicorn);
 nothing else in the package imports it. ``coded serve`` runs it; :func:`create_app` builds it
 for tests and embedding.
@@ -370,7 +371,9 @@ def run(app, host: str = "127.0.0.1", port: int = 8000, *, log_level: str = "war
 
     uvicorn's own ``run`` raises the caught signal again after its graceful shutdown (the
     process then dies of it); here a drained shutdown returns normally, so ``coded serve``
-    exits 0. ``config``: more ``uvicorn.Config`` options (e.g. ``timeout_graceful_shutdown``).
+    exits 0. ``config``: more ``uvicorn.Config`` options (e.g. ``timeout_graceful_shutdown``:
+    seconds the drain waits for requests in flight before it cancels them; None, uvicorn's
+    default: no limit).
     """
     import uvicorn
 
