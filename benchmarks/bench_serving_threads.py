@@ -11,11 +11,12 @@
    scheme (BACC, K = 10, 20, 50, N = 1.5 K replicas, LeNet-5's input and output shapes, a
    trivial f so that the replicas cost nothing), against one LeNet-5 call on one input measured
    next to each run; interleaved on the same stream: no redundancy (the event handling alone)
-   and the coded scheme, each on the two frontends (``events``: every result handed back to the
-   frontend thread; ``inline``: the replica thread runs the result hook under the frontend's
-   lock), with paired ratios inline / events of the frontend's CPU, the whole process's CPU and
-   p50; and (2b) the live encode and decode alone, the fast route against the code's checked
-   public API, call by call on the same groups and arrived sets, without threads.
+   and the coded scheme, each on the three frontends (``events``: every result handed back to
+   the frontend thread; ``inline``: the replica thread runs the result hook under the
+   frontend's lock; ``direct``: as inline, and the submitting thread handles its arrival), with
+   paired ratios to ``events`` of the frontend's CPU, the whole process's CPU and p50; and
+   (2b) the live encode and decode alone, the fast route against the code's checked public
+   API, call by call on the same groups and arrived sets, without threads.
 3. Real interference: two LeNet-5 replicas pinned to two cores (``affinity``), 400 queries/s,
    with and without a busy process (:class:`~codedcomputing.serving.Interference`) pinned to
    the first replica's core; each replica's task service times and the queries' p99.
@@ -138,14 +139,13 @@ def lenet_call(lenet, x, calls: int = 100) -> float:
 
 def master_work(args) -> None:
     """Per seed and K, interleaved on the same stream (arrivals, inputs, service draws): no
-    redundancy and the coded scheme, each on the two frontends (``events``: every replica
-    result handed back to the frontend thread; ``inline``: the replica thread runs the result
-    hook under the frontend's lock), the order reversed on odd seeds, and a LeNet-5 call
+    redundancy and the coded scheme, each on the three frontends (``events``, ``inline``,
+    ``direct``: ThreadServer's ``frontend``), the order reversed on odd seeds, and a LeNet-5 call
     measured next to each run. Per run: the frontend's CPU per query (``master_s``, on
     whichever thread ran it) and the whole process's CPU per query (every thread: the driver,
     the replicas with a trivial f, the hand-offs); per K: medians [min, max] over seeds, the
-    frontend / LeNet-5 ratio, and the paired ratios inline / events with 95% bootstrap
-    intervals of their mean."""
+    frontend / LeNet-5 ratio, and the paired ratios to ``events`` with 95% bootstrap intervals
+    of their mean."""
     lenet = cc.models.numpy_function("lenet5", progress=False)
     x = np.random.default_rng(0).normal(size=(1, 1, 28, 28)).astype(np.float32)
     lenet(x)
@@ -168,11 +168,11 @@ def master_work(args) -> None:
         return f"{mean:.2f} [{low:.2f}, {high:.2f}]"
 
     print(
-        f"{'K':>4s} {'N':>4s} {'LeNet us':>9s} {'scheme':>7s} {'decoded':>8s} {'events us/q':>14s} "
-        f"{'inline us/q':>14s} {'enc+dec':>8s} {'events/LeNet':>20s} {'inline/LeNet':>20s} "
-        f"{'frontend in/ev':>18s} {'process CPU in/ev':>18s} {'p50 in/ev':>18s}"
+        f"{'K':>4s} {'N':>4s} {'LeNet us':>9s} {'scheme':>7s} {'frontend':>8s} {'decoded':>8s} "
+        f"{'frontend us/q':>15s} {'enc+dec':>8s} {'frontend / LeNet':>20s} {'frontend CPU / events':>22s} "
+        f"{'process CPU / events':>21s} {'p50 / events':>18s}"
     )
-    frontends = ("events", "inline")
+    frontends = ("events", "inline", "direct")
     for k in (10, 20, 50):
         n = k + k // 2
         rows: dict[str, list[float]] = {}
@@ -216,15 +216,20 @@ def master_work(args) -> None:
                     rows.setdefault(key + name, []).append(value)
                 rows.setdefault("lenet", []).append(call * 1e6)
         for scheme in ("none", "coded"):
-            ev, inl = f"{scheme} events", f"{scheme} inline"
-            print(
-                f"{k:4d} {n:4d} {np.median(rows['lenet']):9.0f} {scheme:>7s} "
-                f"{np.median(rows[inl + ' decoded']):8.3f} {cell(rows[ev]):>14s} {cell(rows[inl]):>14s} "
-                f"{np.median(rows[inl + ' code']):8.1f} {cell(rows[ev + ' /lenet'], 100, '{:.1f}%'):>20s} "
-                f"{cell(rows[inl + ' /lenet'], 100, '{:.1f}%'):>20s} {ratio(rows, inl, ev):>18s} "
-                f"{ratio(rows, inl + ' process', ev + ' process'):>18s} "
-                f"{ratio(rows, inl + ' p50', ev + ' p50'):>18s}"
-            )
+            for frontend in frontends:
+                key, ev = f"{scheme} {frontend}", f"{scheme} events"
+                paired = (
+                    [ratio(rows, key + tag, ev + tag) for tag in ("", " process", " p50")]
+                    if frontend != "events"
+                    else ["-"] * 3
+                )
+                print(
+                    f"{k:4d} {n:4d} {np.median(rows['lenet']):9.0f} {scheme:>7s} {frontend:>8s} "
+                    f"{np.median(rows[key + ' decoded']):8.3f} {cell(rows[key]):>15s} "
+                    f"{np.median(rows[key + ' code']):8.1f} "
+                    f"{cell(rows[key + ' /lenet'], 100, '{:.1f}%'):>20s} "
+                    f"{paired[0]:>22s} {paired[1]:>21s} {paired[2]:>18s}"
+                )
 
 
 class _Frontend:

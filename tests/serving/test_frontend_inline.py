@@ -45,7 +45,7 @@ class LateAnswer(serving.NoRedundancy):
         run.answer(run.t_query[task], 0, run.t_replica[task], task)
 
 
-@pytest.mark.parametrize("frontend", ["inline", "events"])
+@pytest.mark.parametrize("frontend", ["inline", "direct", "events"])
 def test_results_are_handled_on_the_replica_threads_inline_and_on_the_frontend_otherwise(frontend):
     scheme = Recorder()
     inputs = np.random.default_rng(0).normal(size=(20, 4))
@@ -53,12 +53,12 @@ def test_results_are_handled_on_the_replica_threads_inline_and_on_the_frontend_o
         answers = [future.result(timeout=10) for future in [server.submit(x) for x in inputs]]
     np.testing.assert_allclose(np.stack([a.estimate for a in answers]), f(inputs), rtol=0, atol=1e-12)
     assert len(scheme.threads) == 20
-    expected = {"replica-0", "replica-1", "replica-2"} if frontend == "inline" else {"serving-frontend"}
+    expected = {"replica-0", "replica-1", "replica-2"} if frontend != "events" else {"serving-frontend"}
     assert set(scheme.threads) <= expected
     assert "frontend='" + frontend + "'" in repr(server)
 
 
-@pytest.mark.parametrize("frontend", ["inline", "events"])
+@pytest.mark.parametrize("frontend", ["inline", "direct", "events"])
 def test_a_timer_set_by_a_result_fires_on_time_without_another_event(frontend):
     # the frontend thread sleeps with no timer due; the result's hook puts one 50 ms ahead
     server = serving.ThreadServer(f, 2, LateAnswer(5.0), time_unit=UNIT, frontend=frontend)
@@ -68,7 +68,7 @@ def test_a_timer_set_by_a_result_fires_on_time_without_another_event(frontend):
     np.testing.assert_allclose(answer.estimate, f(np.ones((1, 4)))[0], rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("frontend", ["inline", "events"])
+@pytest.mark.parametrize("frontend", ["inline", "direct", "events"])
 def test_coded_answers_are_f_or_the_codes_decode_and_each_replica_serves_in_order(frontend):
     service = cc.runtime.delays.Bimodal(base=1.0, p=0.1, slowdown=6.0)
     arrivals = serving.poisson_arrivals(60, 0.5, 5, service, rng=2)
@@ -85,10 +85,14 @@ def test_coded_answers_are_f_or_the_codes_decode_and_each_replica_serves_in_orde
     assert record.master_s["frontend"] >= record.master_s["encode"] + record.master_s["decode"] > 0
 
 
-def test_one_replica_serves_its_queue_first_in_first_out_inline():
+@pytest.mark.parametrize("frontend", ["inline", "direct", "events"])
+def test_one_replica_serves_its_queue_first_in_first_out(frontend):
     service = cc.runtime.delays.Bimodal(base=0.5, p=0.0, slowdown=1.0)
     inputs = np.random.default_rng(4).normal(size=(15, 4))
-    with serving.ThreadServer(f, 1, serving.NoRedundancy(), service=service, time_unit=UNIT) as server:
+    server = serving.ThreadServer(
+        f, 1, serving.NoRedundancy(), service=service, time_unit=UNIT, frontend=frontend
+    )
+    with server:
         futures = [server.submit(x) for x in inputs]
     record = server.record()
     assert np.all(np.diff(record.started) > 0)  # started in submit order

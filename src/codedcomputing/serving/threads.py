@@ -5,14 +5,16 @@ of tasks (one input row per task, served one at a time), and a *frontend* that r
 scheme: every arrival, every replica's result and every timer (a group's maximum wait, a
 decode deadline, a hedge's delay) is an event handled in turn under one lock, calling the same
 :class:`~codedcomputing.serving.Scheme` hooks as :class:`~codedcomputing.serving.SimulatedServer`.
-Arrivals and timers are handled by the frontend thread; a replica's result by the replica's
-own thread as soon as it is in (``frontend="inline"``, the default: no hand-back through the
-frontend's queue and no frontend wake-up per task), or by the frontend thread
-(``frontend="events"``). Timers live on a heap (no ``threading.Timer``): the frontend thread
-sleeps on its event queue until the next event or the earliest timer, and a replica that puts
-a new earliest timer wakes it. A coded group's parity inputs are encoded with the
-code's ``encode`` when the group closes, and a decode runs with the code's ``decode`` on the
-results that arrived, when it answers; the frontend's CPU time (its whole event handling, the
+By default (``frontend="events"``) one frontend thread handles them all, every event already
+queued in one batch per wake-up; ``frontend="inline"`` has a replica's own thread handle its
+result as soon as it is in (no hand-back through the frontend's queue, no frontend wake-up
+per task), and ``frontend="direct"`` besides has the thread that submits a query handle its
+arrival (measured: neither cuts the frontend's work per query reliably; ``ThreadServer``).
+Timers live on a heap (no ``threading.Timer``): the frontend thread sleeps on its event queue
+until the next event or the earliest timer, and a replica that puts a new earliest timer
+wakes it. A coded group's parity inputs are encoded with the code's ``encode`` when the group
+closes, and a decode runs with the code's ``decode`` on the results that arrived, when it
+answers; the frontend's CPU time (its whole event handling, the
 encode and the decode among it, on whichever thread ran it) is measured per run
 (``record.master_s``).
 
@@ -68,7 +70,7 @@ from .server import (
 
 __all__ = ["Answer", "QueryFailed", "ReplicaLost", "ThreadServer"]
 
-FRONTENDS = ("inline", "events")
+FRONTENDS = ("inline", "direct", "events")
 
 _DECODED = OUTCOMES.index("decoded")
 
@@ -150,13 +152,18 @@ class ThreadServer:
         Pin replica r's thread to ``affinity[r]`` (``os.sched_setaffinity``, Linux; None in an
         entry leaves that replica free): with :class:`~codedcomputing.serving.Interference`
         on the same core, that replica straggles for real.
-    frontend : {"inline", "events"}, default "inline"
-        Who runs the scheme's hook for a replica's result: ``"inline"``, the replica's own
-        thread, under the frontend's lock, as soon as the result is in (no hand-back through
-        the frontend's event queue, no frontend wake-up per task); ``"events"``, the frontend
-        thread, which gets every result as an event. Arrivals and timers go to the frontend
-        thread either way; the answers, the order of each replica's queue and the timers are
-        the same.
+    frontend : {"events", "inline", "direct"}, default "events"
+        Who runs the scheme's hooks, always one at a time under the frontend's lock:
+        ``"events"``, the frontend thread, every event queued by then in one batch per
+        wake-up; ``"inline"``, a replica's result on the replica's own thread as soon as it is
+        in (no hand-back through the frontend's event queue, no frontend wake-up per task; the
+        replica takes its next task after the hook), arrivals and timers on the frontend
+        thread; ``"direct"``, as inline, and an arrival on the thread that calls
+        :meth:`submit` (which then waits for the lock and the arrival's work, a group's encode
+        among it). The answers, the order of each replica's queue and the timers are the
+        same. Measured (``benchmarks/bench_serving_threads.py --part master``, paired on the
+        same streams): neither alternative cut the frontend's CPU per query reliably at
+        K = 10-50 (``docs/serving.rst``), so the batched frontend thread is the default.
 
     Use as a context manager (``with ThreadServer(...) as server: server.submit(x)``), or
     :meth:`run` a whole arrival sequence.
@@ -174,7 +181,7 @@ class ThreadServer:
         cancel=True,
         seed=0,
         affinity=None,
-        frontend: str = "inline",
+        frontend: str = "events",
     ):
         self.num_replicas = check_count(num_replicas, "num_replicas", 1)
         if callable(f):
@@ -367,7 +374,8 @@ class _LiveRun(_Run):
         self.closing = False
         self.stopped = False  # set under the mutex once the frontend stops: late results are dropped
         self.t0 = 0.0
-        self.inline = server.frontend == "inline"
+        self.inline = server.frontend in ("inline", "direct")
+        self.direct = server.frontend == "direct"
         self.mutex = threading.Lock()  # the scheme and the bookkeeping: one handler at a time
 
     def clock(self) -> float:
@@ -389,7 +397,11 @@ class _LiveRun(_Run):
     def post_query(self, x: np.ndarray) -> Future:
         future: Future = Future()
         future.set_running_or_notify_cancel()
-        self.events.put(("arrive", x, future, self.clock()))
+        event = ("arrive", x, future, self.clock())
+        if self.direct:
+            self.post(event)
+        else:
+            self.events.put(event)
         return future
 
     def stop(self, timeout: float | None) -> None:
@@ -503,8 +515,9 @@ class _LiveRun(_Run):
             self.drained.set()
 
     def post(self, event) -> None:
-        """A replica's event (a result, a loss, a replacement): handled at once on the calling
-        replica thread under the mutex (``inline``), or queued for the frontend thread."""
+        """A replica's event (a result, a loss, a replacement), or a ``direct`` arrival: handled
+        at once on the calling thread under the mutex (``inline``), or queued for the frontend
+        thread."""
         if not self.inline:
             self.events.put(event)
             return
