@@ -160,8 +160,8 @@ class _RayReplicas:
 
     def call(self, replica, fn, x, delay):
         ray = _ray()
-        key, ref = self._function(replica, fn)
-        ref = self.actors[replica].call.remote(key, ref, x, delay)
+        key, shipped = self._function(replica, fn)
+        ref = self.actors[replica].call.remote(key, shipped, x, delay)
         while True:
             ready, _ = ray.wait([ref], timeout=self.server.poll_s)
             if ready:
@@ -173,6 +173,8 @@ class _RayReplicas:
         except self.lost as err:
             raise ReplicaLost(type(err).__name__) from None
         except ray.exceptions.RayTaskError as err:
+            if shipped is not None:  # the actor may not hold fn (it failed to unpickle): again next time
+                self.holds[replica].discard(key)
             cause = err.cause if isinstance(err.cause, BaseException) else err
             raise RuntimeError(f"{type(cause).__name__}: {cause}") from None
 
