@@ -38,7 +38,7 @@ def main() -> None:
         Y = cc.adversaries.Concentrated(q, M).corrupt(gcc, Y, alive, rng=0).results
         codes = {
             "gcc": gcc,
-            "robust-gcc": cc.RobustGCC(K, n, q, M),
+            "robust-gcc": cc.RobustGCC(K, n, q, M, loss="squared"),
             "robust-gcc-tukey": cc.RobustGCC(K, n, q, M, loss="tukey"),
         }
         if not args.no_approxifer and n <= 2000:
