@@ -431,9 +431,10 @@ def manifold_claims(rows: list[dict], config=None) -> list[Claim]:
 
 
 def adversarial_claims(rows: list[dict], config=None) -> list[Claim]:
-    """The (q/N)^(6/5) rate, the error vanishing for sublinear q, and the master's cost
-    against an error-locating decoder (per function of the goal setting: ``config.functions``
-    when it runs the goal, or the functions of the goal rows)."""
+    """The (q/N)^(6/5) rate (the published decoder under the per-decode pilot rule, under the
+    paper's fixed schedule, and the Tukey decoder), the error vanishing for sublinear q, and
+    the master's cost against an error-locating decoder (per function of the goal setting:
+    ``config.functions`` when it runs the goal, or the functions of the goal rows)."""
     if config is not None:
         functions = list(config.functions) if config.goal else []
     else:
@@ -446,7 +447,12 @@ def adversarial_claims(rows: list[dict], config=None) -> list[Claim]:
         grid = f"N = {n_values[0]}..{n_values[-1]}, q = ceil(N^a)" if n_values else ""
         return slopes, grid
 
-    def rate(scheme):
+    def rule_of(scheme):
+        """The lambda rule the rows name for ``scheme`` (rows from before the rules: "")."""
+        named = sorted({str(row.get("lambda_rule", "")) for row in rows if row["scheme"] == scheme} - {""})
+        return "/".join(named)
+
+    def rate(scheme, share):
         slopes, grid = fitted()
         mine = [row for row in slopes if row["scheme"] == scheme]
         if not mine:
@@ -461,10 +467,13 @@ def adversarial_claims(rows: list[dict], config=None) -> list[Claim]:
             if misses
             else ""
         )
+        rule = rule_of(scheme)  # the squared-loss schemes' rows name theirs
         return (
             f"{len(within)} of {len(mine)} (function, attack, a) curves{miss}",
-            grid + f", attacks {', '.join(sorted({r['attack'] for r in mine}))}",
-            len(within) == len(mine),
+            grid
+            + f", attacks {', '.join(sorted({r['attack'] for r in mine}))}"
+            + (f", lambda_rule {rule}" if rule else ""),
+            len(within) >= share * len(mine) - 1e-9,
         )
 
     def vanishing():
@@ -482,7 +491,7 @@ def adversarial_claims(rows: list[dict], config=None) -> list[Claim]:
 
     def cost(function):
         cells = {scheme: (m, ms) for f, scheme, m, ms in adversarial.goal_table(rows) if f == function}
-        robust = _need(cells, "robust-gcc", f"goal-setting robust-gcc {function}")[1]
+        robust = _need(cells, "robust-gcc-tukey", f"goal-setting robust-gcc-tukey {function}")[1]
         approxifer = _need(cells, "approxifer", f"goal-setting approxifer {function}")[1]
         ratio = robust / approxifer
         return (
@@ -496,13 +505,25 @@ def adversarial_claims(rows: list[dict], config=None) -> list[Claim]:
             "robust",
             "adversarial",
             f"With q = N^a adversaries the error of robust GCC ({who}) decays as (q/N)^(6/5): "
-            f"every fitted slope is at most (6/5)(a - 1) + {SLOPE_TOLERANCE}.",
+            f"{how} fitted slope is at most (6/5)(a - 1) + {SLOPE_TOLERANCE}.",
             rate,
             scheme,
+            share,
         )
-        for scheme, who in (
-            ("robust-gcc", "the published squared-loss decoder"),
-            ("robust-gcc-tukey", "this library's Tukey decoder"),
+        for scheme, who, how, share in (
+            (
+                "robust-gcc",
+                "the published squared-loss decoder, its lambda picked at every decode by the pilot rule",
+                "at least 9 in 10 of the (function, attack, a) curves'",
+                0.9,
+            ),
+            (
+                "robust-gcc-paper",
+                "the published squared-loss decoder, the paper's fixed lambda schedule",
+                "every",
+                1.0,
+            ),
+            ("robust-gcc-tukey", "this library's Tukey decoder, RobustGCC's default", "every", 1.0),
         )
     ]
     out.append(
@@ -510,7 +531,7 @@ def adversarial_claims(rows: list[dict], config=None) -> list[Claim]:
             "robust",
             "adversarial",
             "The error vanishes as N grows whenever q grows sublinearly (a < 1): every fitted "
-            "slope of the published decoder is negative.",
+            "slope of the published decoder (pilot rule) is negative.",
             vanishing,
         )
     )
@@ -518,8 +539,8 @@ def adversarial_claims(rows: list[dict], config=None) -> list[Claim]:
         _claim(
             "robust",
             "adversarial",
-            f"Robust GCC locates no one, so its master-side decode costs less than the "
-            f"error-locating ApproxIFER's ({function}).",
+            f"Robust GCC (its default, Tukey decoder) locates no one, so its master-side decode costs "
+            f"less than the error-locating ApproxIFER's ({function}).",
             cost,
             function,
             where=f"N = {adversarial.GOAL[0]}, q = {adversarial.GOAL[1]}, concentrated attack",
