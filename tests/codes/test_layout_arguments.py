@@ -372,3 +372,9 @@ def test_thin_plate_code_takes_repeated_sites_as_a_bound_code_shares_them():
     np.testing.assert_array_equal(bound.sites[4], bound.sites[1])
     est = bound.decode(np.tanh(bound.encode(X)), np.arange(15))
     np.testing.assert_allclose(est, np.tanh(X), atol=1e-7)  # systematic: exact with every worker
+
+
+def test_a_ragged_reference_is_refused_naming_it():
+    # numpy's own error for a ragged nested list names no parameter (found by the API fuzzer)
+    with pytest.raises(ValueError, match=r"^reference must be an array of samples of one shape"):
+        cc.ManifoldGCC(5, 7, reference=[[0.5], [0.5, 0.5], [0.5], [0.5, 0.5], [0.5]])

@@ -776,7 +776,12 @@ class ManifoldGCC(Code):
 
     @staticmethod
     def _check_reference(reference) -> np.ndarray:
-        rows = len(reference) if hasattr(reference, "__len__") and np.ndim(reference) > 0 else -1
+        try:
+            rows = len(reference) if hasattr(reference, "__len__") and np.ndim(reference) > 0 else -1
+        except ValueError:  # numpy refuses ragged nested lists
+            raise ValueError(
+                f"reference must be an array of samples of one shape (M, ...), got a ragged {reference!r:.80}"
+            ) from None
         if rows < 2:
             raise ValueError(f"reference must hold at least 2 samples (M, ...), got {reference!r:.80}")
         layout.check_size(rows, "reference")
