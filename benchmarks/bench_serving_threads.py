@@ -152,7 +152,7 @@ def master_work(args) -> None:
     print(
         f"\n2. the frontend's CPU per query against one LeNet-5 call on one input (median of 100 calls next "
         f"to each run, torch threads {torch.get_num_threads()}); {args.seeds} seeds x {args.master_queries} "
-        "queries, medians [min, max]; both frontends interleaved on the same streams"
+        "queries, medians [min, max]; the three frontends interleaved on the same streams"
     )
     service = cc.runtime.delays.Bimodal(base=1.0, p=args.p, slowdown=10.0)
 

@@ -163,7 +163,8 @@ class ThreadServer:
         among it). The answers, the order of each replica's queue and the timers are the
         same. Measured (``benchmarks/bench_serving_threads.py --part master``, paired on the
         same streams): neither alternative cut the frontend's CPU per query reliably at
-        K = 10-50 (``docs/serving.rst``), so the batched frontend thread is the default.
+        K = 10-50, and with 75 replicas both raised the p50 in some runs, so the batched
+        frontend thread is the default.
 
     Use as a context manager (``with ThreadServer(...) as server: server.submit(x)``), or
     :meth:`run` a whole arrival sequence.
