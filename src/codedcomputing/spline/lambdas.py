@@ -33,7 +33,6 @@ def check_lambda(value, name: str) -> float:
     return lam
 
 
-
 def lambda_grid(num_knots: int, num: int = 12, low: float = 1e-6, high: float = 1e4) -> np.ndarray:
     """Smoothing parameters ``[0, c_1 h^4, ..., c_num h^4]`` for a spline with ``num_knots`` knots.
 
@@ -58,7 +57,6 @@ def lambda_grid(num_knots: int, num: int = 12, low: float = 1e-6, high: float = 
         raise ValueError(f"high must be a finite number >= low = {low:g}, got {high!r}")
     h = 2.0 / (num_knots - 1)
     return np.concatenate([[0.0], np.geomspace(low, high, num) * h**4])
-
 
 
 def check_grid(grid, name: str) -> np.ndarray:

@@ -324,8 +324,10 @@ def smoothing_matrix(knots, lam: float, points, *, tol: float = 0.0, derivative:
     t, order, lam = _sorted_problem(knots, lam)
     z = _check_points(points)
     tol = check_number(tol, "tol", low=0.0, high=1.0, high_open=True)
-    if isinstance(derivative, (bool, np.bool_)) or not isinstance(derivative, (int, np.integer)) or (
-        derivative not in (0, 2)
+    if (
+        isinstance(derivative, (bool, np.bool_))
+        or not isinstance(derivative, (int, np.integer))
+        or (derivative not in (0, 2))
     ):
         raise ValueError(f"derivative must be 0 or 2, got {derivative!r}")
     l = t.size * lam
