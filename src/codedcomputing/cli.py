@@ -629,6 +629,11 @@ def serve(
     seed: int = typer.Option(0, min=0, help="Seed for the balancer's choices."),
     log_level: str = typer.Option("warning", help="uvicorn's log level."),
     http_impl: str = typer.Option("auto", help="uvicorn's HTTP/1.1 parser: auto, h11 or httptools."),
+    graceful_timeout: float = typer.Option(
+        None,
+        min=0.0,
+        help="Seconds the shutdown waits for requests in flight before cancelling them (default: no limit).",
+    ),
 ) -> None:
     """Serve a model over HTTP on R replicas with a straggler scheme (codedcomputing.serving.http).
 
@@ -715,7 +720,9 @@ def serve(
     )
     ray = _start_ray(ray_address) if backend.value == "ray" else None
     try:
-        http.run(app_, host, port, log_level=log_level, http=http_impl)
+        http.run(
+            app_, host, port, log_level=log_level, http=http_impl, timeout_graceful_shutdown=graceful_timeout
+        )
     finally:
         if ray is not None:
             ray.shutdown()

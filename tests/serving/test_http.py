@@ -525,6 +525,22 @@ def test_coded_serve_refuses_bad_options_before_serving():
         assert word in " ".join(result.output.split()), (options, result.output)
 
 
+def test_coded_serve_passes_its_graceful_timeout_to_uvicorn(monkeypatch):
+    from typer.testing import CliRunner
+
+    from codedcomputing.cli import app as cli
+    from codedcomputing.serving import http
+
+    seen = []
+    monkeypatch.setattr(http, "run", lambda app, host, port, **config: seen.append(config))
+    for options, expected in (([], None), (["--graceful-timeout", "2.5"], 2.5)):
+        result = CliRunner().invoke(cli, ["serve", "--model", "identity", "--input-shape", "3", *options])
+        assert result.exit_code == 0, result.output
+        assert seen[-1]["timeout_graceful_shutdown"] == expected
+    result = CliRunner().invoke(cli, ["serve", "--model", "identity", "--graceful-timeout", "-1"])
+    assert result.exit_code == 2 and "graceful-timeout" in result.output
+
+
 def test_a_torch_module_saved_whole_is_served_as_a_numpy_function(tmp_path):
     torch = pytest.importorskip("torch")
     from codedcomputing.cli import _serving_model
