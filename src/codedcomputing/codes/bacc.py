@@ -154,3 +154,13 @@ class BACC(Code):
         if self._fast_decode:
             return self._map("decoder")(Y, alive), {}
         return _arraylib.apply_matrix(self._decoder(alive), Y), {}
+
+    def _decode_rows(self, Y, alive, rows):
+        """Rows ``rows`` of :meth:`_decode`'s estimates alone (checked ``Y`` and ``alive`` as
+        there): a serving frontend decodes the few queries still waiting in a group, and for a
+        new alive set the ``(len(rows), len(alive))`` Berrut rows cost a fraction of the whole
+        ``(K, len(alive))`` decoder. Codes that decode by the fast map decode every row."""
+        if self._fast_decode:
+            return self._decode(Y, alive)[0][rows]
+        Y, alive = by_worker(Y, alive)
+        return _arraylib.apply_matrix(berrut_matrix(self.beta[alive], self.alpha[rows]), Y)
