@@ -70,8 +70,9 @@ def robust_lambda(num_adversaries: int, num_points: int, schedule: str = "mse", 
     spline (an equivalent kernel of width ``lambda^(1/4) = n^(-1/5)``); in the sum
     convention the same schedule would smooth over ``n^(-9/20)``, narrower than the noise
     needs. ``scale`` absorbs the constants the rates leave free (the function's roughness,
-    the domain's length); :class:`RobustGCC`'s default was tuned by
-    ``benchmarks/bench_robust.py``.
+    the domain's length); :class:`RobustGCC`'s default ``scale`` depends on its loss
+    (``DEFAULT_SCALES``: 0 for its default, the Tukey loss; 1 for the squared loss), as
+    calibrated by ``coded experiment adversarial`` (N = 200, q = 10; ``docs/adversaries.rst``).
     """
     q = check_count(num_adversaries, "num_adversaries", 0)
     n = check_count(num_points, "num_points", 2)
