@@ -6,7 +6,9 @@ sets the points (here GCC's: inputs at Chebyshev points of the first kind, worke
 of the second kind). This one joins the inputs by straight lines, evaluates the line at the
 workers' points, and decodes by joining the returned results the same way, extending the end
 segments beyond them, so affine inputs come back exactly through affine f from any two
-results: its ``promised_case``, which the suite checks. ``codedcomputing.testing.check_code``
+results: its ``promised_case``, which the suite checks. Both maps are applied with
+``codedcomputing.utils.apply_matrix``, which keeps the input's type (numpy or torch), dtype and
+device, as the suite requires. ``codedcomputing.testing.check_code``
 runs every check the shipped codes pass; then the new code is compared with GCC and BACC.
 The claim checked: the suite passes (it raises AssertionError naming the failed check).
 
@@ -21,6 +23,7 @@ import numpy as np
 
 import codedcomputing as cc
 from codedcomputing.testing import check_code
+from codedcomputing.utils import apply_matrix
 
 
 def interpolation_matrix(knots: np.ndarray, points: np.ndarray) -> np.ndarray:
@@ -35,18 +38,6 @@ def interpolation_matrix(knots: np.ndarray, points: np.ndarray) -> np.ndarray:
     rows = np.arange(points.size)
     matrix[rows, left], matrix[rows, left + 1] = 1.0 - weight, weight
     return matrix
-
-
-def apply(matrix: np.ndarray, x):
-    """``matrix @ x`` over the leading axis of ``x`` (numpy or torch), in ``x``'s type and dtype."""
-    flat = x.reshape(x.shape[0], int(np.prod(x.shape[1:])))
-    if isinstance(x, np.ndarray):
-        out = matrix.astype(x.dtype) @ flat
-    else:
-        import torch
-
-        out = torch.as_tensor(matrix, dtype=x.dtype, device=x.device) @ flat
-    return out.reshape(matrix.shape[0], *x.shape[1:])
 
 
 class PiecewiseLinear(cc.Code):
@@ -64,13 +55,13 @@ class PiecewiseLinear(cc.Code):
         return 2
 
     def _encode(self, X):
-        return apply(self.encoder, X)
+        return apply_matrix(self.encoder, X)  # in X's type (numpy or torch), dtype and device
 
     def _decode(self, Y, alive):
         order = np.argsort(self.beta[alive])  # results come in any order; the knots must be sorted
         decoder = np.empty((self.num_inputs, alive.size))
         decoder[:, order] = interpolation_matrix(self.beta[alive][order], self.alpha)
-        return apply(decoder, Y), {}
+        return apply_matrix(decoder, Y), {}
 
     def promised_case(self, rng):
         X = rng.normal(size=(1, 3)) + self.alpha[:, None] * rng.normal(size=(1, 3))  # affine in alpha
