@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import os
+import textwrap
 import time
 from enum import Enum
 from pathlib import Path
@@ -29,7 +32,6 @@ def _choices(name: str, values) -> type[Enum]:
 PATTERNS = {"random": stragglers.random, "contiguous": stragglers.contiguous}
 Pattern = _choices("Pattern", PATTERNS)
 Backend = _choices("Backend", ("thread", "ray"))
-ExperimentName = _choices("ExperimentName", EXPERIMENTS)
 ModelName = _choices("ModelName", MODELS)
 DatasetName = _choices("DatasetName", DATASETS)
 
@@ -42,8 +44,24 @@ def _untyped_flags(params: list) -> list:
     return params
 
 
+def _reflow(text: str | None) -> str | None:
+    """A docstring's paragraphs as one line each, so that the help wraps them at the terminal's
+    width rather than at the source's line ends; a paragraph starting with ``\\b`` is kept as is."""
+    if not text:
+        return text
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(
+        part if part.startswith("\b") else " ".join(line.strip() for line in part.splitlines())
+        for part in paragraphs
+    )
+
+
 class _Command(typer.core.TyperCommand):
-    """A command whose help shows its flags without a type."""
+    """A command whose help shows its flags without a type and wraps its paragraphs whole."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.help = _reflow(self.help)
 
     def get_params(self, ctx):
         return _untyped_flags(super().get_params(ctx))
@@ -54,6 +72,13 @@ class _Group(typer.core.TyperGroup):
 
     def get_params(self, ctx):
         return _untyped_flags(super().get_params(ctx))
+
+
+def _unknown(value: str, known, what: str) -> str:
+    """``value`` is not one of ``known``: the message, with the nearest name when one is close."""
+    near = difflib.get_close_matches(value, list(known), n=1, cutoff=0.5)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    return f"{value!r} is not one of the {what}{hint} (known: {', '.join(known)})"
 
 
 app = typer.Typer(
@@ -459,17 +484,50 @@ def _check_out(out: Path) -> None:
         raise typer.BadParameter(str(err), param_hint="--out") from None
 
 
-def _experiment_help() -> str:
-    lines = "\n".join(f"{name:<11} {module.SUMMARY}" for name, module in EXPERIMENTS.items())
+def _experiment_help(width: int | None = None) -> str:
+    """The help of ``coded experiment``: a line per experiment, its summary wrapped at ``width``
+    (the terminal's, less the help's margins) under itself, so that no word is split."""
+    width = console().width if width is None else width
+    indent = max(len(name) for name in EXPERIMENTS) + 2
+    entries = [
+        textwrap.fill(
+            f"{name:<{indent - 1}} {module.SUMMARY}",
+            width=max(width - 4, indent + 20),
+            subsequent_indent=" " * indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        for name, module in EXPERIMENTS.items()
+    ]
     return (
         "Run one of the papers' experiments: write its long-format CSV and PNG figures in --out, "
-        f"and print its headline.\n\n\b\n{lines}"
+        "and print its headline.\n\n\bNAME is one of:\n" + "\n".join(entries)
     )
 
 
-@app.command("experiment", cls=_Command, help=_experiment_help())
+class _ExperimentCommand(_Command):
+    """``coded experiment``: its list of experiments is wrapped when the help is shown."""
+
+    def format_help(self, ctx, formatter):
+        self.help = _experiment_help()
+        return super().format_help(ctx, formatter)
+
+
+def _experiment_name(value: str) -> str:
+    if value not in EXPERIMENTS:
+        raise typer.BadParameter(_unknown(value, EXPERIMENTS, "experiments"))
+    return value
+
+
+@app.command("experiment", cls=_ExperimentCommand, help=_experiment_help(80))
 def experiment(
-    name: ExperimentName = typer.Argument(..., help="The experiment."),
+    name: str = typer.Argument(
+        ...,
+        metavar="NAME",
+        callback=_experiment_name,
+        help="The experiment (listed above).",
+        show_default=False,
+    ),
     out: Path = typer.Option(Path("results"), "--out", help="Directory for the CSV and the figures."),
     quick: bool = typer.Option(False, "--quick", help="A smaller grid and fewer trials (seconds)."),
     seed: int = typer.Option(0, min=0, help="Seed for everything random in the experiment."),
@@ -477,9 +535,9 @@ def experiment(
     _check_out(out)
     out_console = console()
     start = time.perf_counter()
-    paths = run_experiment(name.value, out, quick=quick, seed=seed, console=out_console)
+    paths = run_experiment(name, out, quick=quick, seed=seed, console=out_console)
     elapsed = time.perf_counter() - start
-    out_console.print(f"{name.value}: wrote {', '.join(str(path) for path in paths)} ({elapsed:.0f} s)")
+    out_console.print(f"{name}: wrote {', '.join(str(path) for path in paths)} ({elapsed:.0f} s)")
 
 
 @app.command("reproduce", cls=_Command)
@@ -497,7 +555,13 @@ def reproduce_command(
     experiments with the same configuration are reused unless --force; a failing one is
     reported and the others go on."""
     from .reproduce import reproduce
+    from .reproduce.run import experiment_names
 
+    try:  # a typo in --only is refused before --out is created
+        experiment_names(only)
+    except ValueError as err:
+        typer.echo(f"coded reproduce: {err}", err=True)
+        raise typer.Exit(2) from None
     _check_out(out)
     out_console = console()
     try:
@@ -524,11 +588,13 @@ def plot(
 ) -> None:
     """Redraw an experiment's figures from its CSV, without recomputing, and print its headline.
 
-    Rows with a cell a figure cannot use (NaN, empty, text where a number goes, out of range,
-    a line cut short) are left out, and one line says how many and why."""
+    Says which figures it wrote, and which of them replaced a file of the same name. Rows with
+    a cell a figure cannot use (NaN, empty, text where a number goes, out of range, a line cut
+    short) are left out, and one line says how many and why."""
     out = out if out is not None else csv_path.parent
     _check_out(out)
     out_console = console()
+    existing = {path.resolve() for path in out.iterdir() if path.is_file()}
     try:
         figures = redraw(
             csv_path, out, console=out_console, warn=lambda line: typer.echo(f"coded plot: {line}", err=True)
@@ -537,7 +603,8 @@ def plot(
         typer.echo(f"coded plot: {err}", err=True)
         raise typer.Exit(2) from None
     for figure in figures:
-        out_console.print(f"wrote {figure}")
+        replaced = Path(figure).resolve() in existing
+        out_console.print(f"wrote {figure}" + (" (replaced the existing file)" if replaced else ""))
 
 
 SERVE_MODELS = ("lenet5", "vit", "identity")

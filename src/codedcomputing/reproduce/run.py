@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import difflib
 import hashlib
 import json
 import math
@@ -38,7 +39,7 @@ from ..experiments.records import figure_text, output_dir, read_csv, read_table
 from .claims import PAPERS, Claim, claims_of
 from .report import Document, to_html, to_markdown
 
-__all__ = ["EXPECTED_S", "Part", "Reproduction", "reproduce"]
+__all__ = ["EXPECTED_S", "Part", "Reproduction", "experiment_names", "reproduce"]
 
 # Seconds each experiment took on 2 cores with the models cached (quick, full), measured with
 # `coded reproduce`; used only to say how long a run will take before it starts.
@@ -122,13 +123,20 @@ class Reproduction:
         return [claim for part in self.parts for claim in part.claims]
 
 
-def _names(only) -> list[str]:
+def experiment_names(only) -> list[str]:
+    """The experiments ``only`` names (names, or a comma-separated string; None: all), each once;
+    a ``ValueError`` naming ``only``, the unknown names and the nearest known ones otherwise."""
     if only is None:
         return list(EXPERIMENTS)
     names = [name.strip() for name in (only.split(",") if isinstance(only, str) else only) if name.strip()]
     unknown = [name for name in names if name not in EXPERIMENTS]
     if unknown or not names:
-        raise ValueError(f"only: unknown experiment(s) {unknown or only!r}; known: {', '.join(EXPERIMENTS)}")
+        near = {name: difflib.get_close_matches(name, list(EXPERIMENTS), n=1, cutoff=0.5) for name in unknown}
+        hints = [f"{name!r} -> {match[0]!r}" for name, match in near.items() if match]
+        hint = f"; did you mean {', '.join(hints)}?" if hints else ""
+        raise ValueError(
+            f"only: unknown experiment(s) {unknown or only!r}{hint} (known: {', '.join(EXPERIMENTS)})"
+        )
     return list(dict.fromkeys(names))
 
 
@@ -293,7 +301,7 @@ def reproduce(
     ``out_dir/report.html``. A failing experiment is reported and does not stop the others."""
     from rich.console import Console
 
-    names = _names(only)
+    names = experiment_names(only)
     out_dir = output_dir(out_dir)
     console = console or Console(stderr=True)
     started = time.perf_counter()
