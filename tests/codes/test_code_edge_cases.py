@@ -1,6 +1,7 @@
-"""Edge cases of the codes from a review of the core: each test asserts the correct behaviour;
-the docstrings say what went wrong before (regression tests), or which corner is being pinned
-down."""
+"""Corners of the codes: near-coincident and extremely scaled points, huge lambdas, LCC from
+many results, determinism, pickling, caches that callers cannot corrupt, half precision, ragged
+and unusual inputs, gradients, views and empty outputs; each docstring states the behaviour its
+test asserts."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ from layouts import paired_knots, relative_error
 
 
 def test_gcc_with_paired_points_and_smoothing_keeps_its_affine_promise():
-    """GCC promises exact recovery of affine inputs through affine f at any lambda. With
-    explicit worker (or data) points in near-coincident pairs and lambda = 1, GCC(...) and
-    decode raise numpy.linalg.LinAlgError instead (same cause as above)."""
+    """GCC's promise (affine inputs through affine f come back exactly, at any lambda) holds
+    with explicit worker (or data) points in near-coincident pairs, 1e-9 apart, and lambda = 1:
+    encode and decode return the affine values within 1e-6, raising nothing."""
     points = paired_knots(12, 1e-9)
     code = cc.GCC(3, 12, lambda_dec=1.0, beta=points)
     X = 0.5 + 2.0 * code.alpha[:, None] * np.array([1.0, -1.0])
@@ -34,10 +35,9 @@ def test_gcc_with_paired_points_and_smoothing_keeps_its_affine_promise():
 
 
 def test_huge_finite_lambda_is_rejected_or_gives_the_least_squares_line():
-    """check_lambda accepts any finite lambda, but the engine works with l = n * lambda
-    (spline.py:205, 234): lambda = 1e307 with n = 10 overflows to inf and encode returns all
-    NaN (only a numpy RuntimeWarning). Either refuse such lambdas (ValueError naming
-    lambda_enc) or return the limit, the least-squares line."""
+    """lambda_enc = 1e307 (whose products with the point count overflow to inf) is either
+    refused with a ValueError naming lambda_enc (what GCC does: it takes lambdas up to 1e100)
+    or encodes as the limit, the least-squares line; never NaN."""
     X = np.random.default_rng(0).normal(size=(10, 2))
     try:
         code = cc.GCC(10, 50, lambda_enc=1e307)
@@ -51,10 +51,10 @@ def test_huge_finite_lambda_is_rejected_or_gives_the_least_squares_line():
 
 
 def test_gcc_interpolation_does_not_depend_on_the_scale_of_the_points():
-    """With lambda = 0 the natural spline is invariant under scaling the coordinates; BACC and
-    LCC are. GCC with alpha, beta scaled by 1e-200 silently returns coded inputs off by 0.4
-    (the (a^3 - a) h^2 / 6 weights of _Stencil underflow, spline.py:146), and by 1e200 NaN.
-    Normalising the points to [-1, 1] (rescaling lambda by the cube of the factor) fixes it."""
+    """With lambda = 0 the natural spline is invariant under scaling the coordinates, as BACC
+    and LCC are: GCC with alpha and beta scaled by 1e-200 or 1e200 (where the spline's
+    h^2-weights would underflow or overflow unnormalised) encodes as the unscaled code does,
+    within 1e-12."""
     ref = cc.GCC(6, 20)
     X = np.random.default_rng(0).normal(size=(6, 2))
     for scale in (1e-200, 1e200):
@@ -63,12 +63,10 @@ def test_gcc_interpolation_does_not_depend_on_the_scale_of_the_points():
 
 
 def test_lcc_is_exact_from_many_results():
-    """LCC promises exactness (to rounding) from recovery_threshold *or more* results. Its
-    decoder interpolates a polynomial of degree len(alive) - 1 through every result
-    (lcc.py:102), catastrophically ill-conditioned on a random subset of Chebyshev points:
-    LCC(5, 400, degree=2) with 40 random stragglers is off by 2% for f(x) = x^2. A least-squares
-    fit of degree (K - 1) * degree (or interpolation through a well-spread subset of
-    recovery_threshold results) is exact and stable."""
+    """LCC is exact (to rounding) from recovery_threshold *or more* results: LCC(5, 400,
+    degree=2) with 40 random stragglers decodes f(x) = x^2 within 1e-8 (relative), where a
+    polynomial of degree len(alive) - 1 through every result, ill-conditioned on a random
+    subset of Chebyshev points, would be off by about 2%."""
     code = cc.LCC(5, 400, degree=2)
     X = np.random.default_rng(0).normal(size=(5, 3))
     Y = code.encode(X) ** 2
@@ -80,12 +78,10 @@ def test_lcc_is_exact_from_many_results():
 
 
 def test_lcc_decode_is_deterministic_and_leaves_the_global_rng_alone():
-    """scipy's BarycentricInterpolator permutes the nodes with a random permutation from
-    numpy's *global* RandomState when no rng is passed (lcc.py:22). So LCC.decode depends on
-    and advances np.random's global state: two calls on the same data differ (by 1e-8 here, and
-    the matrix sometimes has inf entries when extrapolating), and user code seeded with
-    np.random.seed stops being reproducible. Pass rng=np.random.default_rng(0) or compute the
-    weights directly."""
+    """LCC.decode neither reads nor advances numpy's global RandomState (scipy's
+    BarycentricInterpolator draws a node permutation from it when given no rng): two decodes of
+    the same data agree bit for bit whatever the global state, and the state is unchanged, so
+    user code seeded with np.random.seed stays reproducible."""
     code = cc.LCC(6, 20)
     alive = np.arange(3, 20)
     Y = np.random.default_rng(0).normal(size=(17, 3))
@@ -107,9 +103,8 @@ def test_lcc_decode_is_deterministic_and_leaves_the_global_rng_alone():
     "make", [lambda: cc.GCC(6, 20, 1e-3, 1e-4), lambda: cc.BACC(6, 20)], ids=["gcc", "bacc"]
 )
 def test_codes_with_decoder_caches_pickle(make):
-    """GCC and BACC store lru_cache(self._build_decoder) on the instance (gcc.py:139,
-    bacc.py:66); pickle fails with 'Can't pickle <functools._lru_cache_wrapper ...>'. A
-    coded-computing master ships its code to processes (multiprocessing, the 'ray' extra)."""
+    """GCC and BACC with cached decoders pickle, and the clone decodes bit for bit as the
+    original: a coded-computing master ships its code to processes (multiprocessing, Ray)."""
     code = make()
     clone = pickle.loads(pickle.dumps(code))
     alive = np.arange(2, 18)
@@ -118,10 +113,9 @@ def test_codes_with_decoder_caches_pickle(make):
 
 
 def test_changing_lambda_dec_never_mixes_stale_and_fresh_decoders():
-    """GCC.lambda_dec (and alpha, beta, lambda_enc) are writable attributes, but a decoder is
-    built from them only on a cache miss (gcc.py:157-159) and the encoder only in __init__.
-    After code.lambda_dec = 1.0, an alive set decoded before keeps lambda 0 while a new one gets
-    lambda 1. Either refuse the assignment (read-only property) or honour it everywhere."""
+    """Assigning GCC.lambda_dec after a decode either raises AttributeError (GCC's: a
+    read-only property) or is honoured everywhere: an alive set decoded before then decodes as
+    a fresh code with the new lambda, never from a decoder cached with the old one."""
     code = cc.GCC(4, 10)
     alive = np.arange(8)
     Y = np.sin(np.arange(16.0).reshape(8, 2))
@@ -134,9 +128,9 @@ def test_changing_lambda_dec_never_mixes_stale_and_fresh_decoders():
 
 
 def test_bacc_decoder_matrix_cannot_corrupt_the_cache():
-    """BACC.decoder_matrix(alive) returns the lru-cached ndarray (bacc.py:68-72): an in-place edit
-    by the caller (D *= weights, say) silently changes every later decode for that alive set.
-    Return a copy or a read-only array."""
+    """An in-place edit of BACC.decoder_matrix(alive) by the caller (D *= weights, say) either
+    raises ValueError (the array is read-only, as BACC's is) or leaves later decodes of that
+    alive set unchanged."""
     code = cc.BACC(4, 10)
     alive = np.arange(8)
     Y = np.random.default_rng(2).normal(size=(8, 2))
@@ -150,7 +144,8 @@ def test_bacc_decoder_matrix_cannot_corrupt_the_cache():
 
 
 def test_gcc_decoder_map_cannot_corrupt_the_cache():
-    """GCC.decoder(alive).matrix is the cached, writable array used by every later decode."""
+    """An in-place edit of GCC.decoder(alive).matrix either raises ValueError (read-only) or
+    leaves later decodes of that alive set unchanged (to rounding)."""
     code = cc.GCC(4, 10, decoding="spline")
     alive = np.arange(8)
     Y = np.random.default_rng(3).normal(size=(8, 2))
@@ -183,11 +178,10 @@ def test_the_adaptive_decoders_maps_cannot_corrupt_the_cache():
     "dtype", [torch.float16, torch.bfloat16, np.float16], ids=["torch-f16", "torch-bf16", "np-f16"]
 )
 def test_large_gcc_maps_accept_half_precision(dtype):
-    """Small (dense) GCC maps accept float16/bfloat16 and keep the dtype, as the README
-    promises for every dtype; large (sparse) ones raise NotImplementedError
-    ('addmm_out_sparse_csr_impl_mkl not implemented for Half') or scipy's 'does not support
-    dtype float16' (_arraylib.py:141, 151). Applying the map in float32 and casting back would
-    also avoid float16 overflow of the two-stage encoder's curvatures (~1/h^2)."""
+    """Large GCC codes, whose decoder maps are sparse (K = 200, N = 2000; the spline and the
+    adaptive decoders), encode and decode torch float16 and bfloat16 and numpy float16 and keep
+    the dtype, within 5% of the float64 result, though neither torch nor scipy has
+    half-precision sparse products (the map is applied in float32 and cast back)."""
     code = cc.GCC(200, 2000, decoding="spline")
     alive = cc.stragglers.random(2000, 200, 0)
     assert scipy.sparse.issparse(code.decoder(alive).matrix)
@@ -206,9 +200,8 @@ def test_large_gcc_maps_accept_half_precision(dtype):
 
 
 def test_ragged_list_of_tensors_raises_value_error_naming_the_parameter():
-    """A list of numpy arrays of different shapes gives 'ValueError: Y must be an array-like of
-    numbers'; a list of tensors of different shapes raises torch's RuntimeError ('stack expects
-    each tensor to be equal size') from _arraylib.py:36."""
+    """A list of tensors of different shapes as Y or X raises a ValueError naming Y or X, as a
+    ragged list of numpy arrays does (not torch's RuntimeError from stacking)."""
     code = cc.GCC(3, 6)
     with pytest.raises(ValueError, match=r"\bY\b"):
         code.decode([torch.ones(2), torch.ones(3)], [0, 1])
@@ -217,9 +210,8 @@ def test_ragged_list_of_tensors_raises_value_error_naming_the_parameter():
 
 
 def test_alive_out_of_range_float_is_reported_as_given():
-    """alive=[1e30] (or inf) is cast to int64 first (_arraylib.py:82, with a RuntimeWarning
-    'invalid value encountered in cast'), so the error says 'indices outside [0, 9]:
-    [-9223372036854775808]', a value the caller never passed."""
+    """alive=[1e30] raises a ValueError naming alive that shows the index as given, not as a
+    cast to int64 would make it (-9223372036854775808)."""
     code = cc.GCC(3, 10)
     with pytest.raises(ValueError, match="alive") as err:
         code.decode(np.ones((1, 2)), [1e30])
