@@ -245,7 +245,7 @@ def demo(
     agreement with the exact model, the decoded share and the work per query, and a verdict.
     With --batch: the batch demo (uncoded, replication, BACC and GCC per call of K digits).
     """
-    from . import datasets, models
+    from . import datasets
 
     backend = backend.value
     if ray_address is not None and backend != "ray":
@@ -320,7 +320,7 @@ def demo(
 
     torch.set_num_threads(1)  # the replicas are the parallelism: one torch thread each
     data = datasets.mnist()
-    f = models.numpy_function("lenet5", progress=True)
+    f = serving_demo.load_model("lenet5", say=lambda line: typer.echo(line, err=True))
     parity_f, parm_note = None, None
     if config.parm and parity.is_cached("lenet5", 2):
         parity_f = parity.parity_function(parity.load_parity("lenet5", 2, progress=False))
@@ -388,7 +388,8 @@ def _batch_demo(quick, backend, num_inputs, num_workers, num_stragglers, calls, 
     fastest N - S. Prints accuracy against the labels, agreement with the uncoded network,
     and end-to-end latency (encode + wait + decode) percentiles.
     """
-    from . import datasets, models
+    from . import datasets
+    from .experiments.demo import load_model
     from .experiments.latency import measure, schemes
     from .runtime import CodedExecutor, RayCluster, ThreadCluster
     from .runtime.delays import ShiftedExponential
@@ -403,7 +404,7 @@ def _batch_demo(quick, backend, num_inputs, num_workers, num_stragglers, calls, 
         )
     calls = calls or (12 if quick else 40)
     data = datasets.mnist()
-    f = models.numpy_function("lenet5", progress=True)
+    f = load_model("lenet5", say=lambda line: typer.echo(line, err=True))
     delays = ShiftedExponential(delay_ms / 1e3)
     cluster = (
         ThreadCluster(num_threads=os.cpu_count() or 2, delays=delays, seed=seed)

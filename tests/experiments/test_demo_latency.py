@@ -262,3 +262,39 @@ def test_a_recorded_trace_holds_every_workers_service_time_and_reads_back(tmp_pa
     assert np.allclose(back, table, atol=1e-6)
     with pytest.raises(ValueError, match="backend"):
         latency.record_trace("simulated", 1)
+
+
+class _Model:
+    test_accuracy = 0.9876
+
+
+@pytest.mark.parametrize(
+    ("cached", "damaged", "says"),
+    [(True, False, "loaded from the cache"), (False, False, "trained in"), (True, True, "trained in")],
+)
+def test_the_demo_says_in_one_line_whether_lenet5_was_loaded_or_trained_with_its_accuracy(
+    monkeypatch, tmp_path, cached, damaged, says
+):
+    import warnings
+
+    from codedcomputing import models
+    from codedcomputing.errors import DamagedCacheWarning
+    from codedcomputing.experiments import demo
+
+    def load(name, recipe=None, *, progress=True, retrain=False):
+        if damaged:
+            warnings.warn("lenet5.json: damaged; retraining lenet5", DamagedCacheWarning, stacklevel=2)
+        return _Model()
+
+    monkeypatch.setattr(models, "is_cached", lambda name, recipe=None: cached)
+    monkeypatch.setattr(models, "load", load)
+    monkeypatch.setattr(models, "weights_path", lambda name, recipe: tmp_path / "lenet5.pt")
+    monkeypatch.setattr(models, "numpy_function", lambda model, **_: ("f of", model))
+    lines = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        f = demo.load_model("lenet5", say=lines.append)
+    assert f[0] == "f of" and isinstance(f[1], _Model)
+    assert len(lines) == 1 and lines[0].startswith(f"demo: lenet5 {says}")
+    assert str(tmp_path / "lenet5.pt") in lines[0] and "held-out accuracy 98.76%" in lines[0]
+    assert [w.category for w in caught] == ([DamagedCacheWarning] if damaged else [])

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,7 +29,7 @@ import numpy as np
 
 from .._validation import check_count, check_number, check_probability, check_seed
 
-__all__ = ["QUICK", "DemoConfig", "run", "schemes", "verdict"]
+__all__ = ["QUICK", "DemoConfig", "load_model", "run", "schemes", "verdict"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,33 @@ _WHY = {
     "coded": "the stragglers' queries were decoded from their groups instead of waited for",
     "parm": "the stragglers' queries were rebuilt from their group's parity instead of waited for",
 }
+
+
+def load_model(name: str = "lenet5", say: Callable[[str], None] | None = None) -> Callable:
+    """Model ``name`` (from :data:`~codedcomputing.models.MODELS`) as a numpy batch function,
+    loaded from the cache or trained and cached first; ``say`` gets one line saying which,
+    with the weights' file and the model's held-out accuracy (a damaged cache entry is
+    retrained: its warning is passed on and the line says "trained")."""
+    from .. import models
+    from ..errors import DamagedCacheWarning
+
+    cached = models.is_cached(name)
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = models.load(name, progress=True)
+    for warning in caught:
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    damaged = any(issubclass(warning.category, DamagedCacheWarning) for warning in caught)
+    weights = models.weights_path(name, models.MODELS[name][1])
+    how = (
+        f"loaded from the cache ({weights})"
+        if cached and not damaged
+        else f"trained in {time.perf_counter() - start:.0f} s and cached ({weights})"
+    )
+    if say is not None:
+        say(f"demo: {name} {how}; held-out accuracy {model.test_accuracy:.2%}")
+    return models.numpy_function(model)
 
 
 def schemes(config: DemoConfig, parity_f: Callable | None = None) -> list[tuple[str, str, object]]:
