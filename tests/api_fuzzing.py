@@ -170,7 +170,7 @@ The extensions (ManifoldGCC, ThinPlateCode, ``layout``; RobustGCC, ``robust_lamb
   inf or > 0 (a few seconds at most on threads). With either, a TooManyStragglersError is
   a documented answer (``"ok"``), and with possible "garbage" faults the exact schemes
   need not follow gradient descent (undetected by design).
-- ``WorkerState`` is the trainers' plumbing, no longer exported (its arguments are the
+- ``WorkerState`` is the trainers' plumbing, not exported (its arguments are the
   trainers' own, checked there): not fuzzed.
 - ``layout``: arrays are float64 numpy arrays (their signatures say ndarray; lists and
   tensors are neither drawn nor fuzzed). ``distances``: square, finite, >= 0 (asymmetry

@@ -15,7 +15,7 @@ raises, so the cluster runs the rows one by one, as real workers would; and ``"s
 a delay past the deadline in the trace (a sleeping ``f`` would not be late on a virtual
 clock).
 
-Documented outcomes (what the fixes implement; :func:`documented`):
+Documented outcomes (what the runtime implements; :func:`documented`):
 
 - (a) kinds that make a worker unusable (:data:`UNUSABLE`): with at most ``S + 1`` faulty
   workers the call returns finite ``(K, d)`` estimates equal to decoding the true outputs of
@@ -110,7 +110,7 @@ KILLS_PROCESS = ("systemexit", "os_exit")  # on Ray: the worker process exits
 
 # Ray worker processes import torch in settle() (unpickling _Warm, which refers to it),
 # outside the timed calls. (A first import of torch inside a worker thread, racing the
-# master, is tested on its own in test_hardening.py.)
+# master, is tested on its own in runtime/test_worker_results.py.)
 
 _rng = np.random.default_rng(0)
 WEIGHTS = _rng.normal(size=(D_IN, D_OUT)) / math.sqrt(D_IN)

@@ -1,7 +1,7 @@
 """Torch tensors on a device stay there through encode, decode and the executor.
 
 Without CUDA the device paths are followed on CPU tensors by pretending the CPU is a device
-(``_arraylib._HOST_DEVICES`` emptied: numpy no longer reads tensors in place), while a
+(``_arraylib._HOST_DEVICES`` emptied: numpy does not read tensors in place), while a
 :class:`torch.overrides.TorchFunctionMode` records every call that would bring a tensor's data
 to the host: ``Tensor.cpu``, ``.numpy``, ``.tolist``, ``__array__``, ``.to`` the CPU, and the
 scalar reads ``.item``, ``__bool__``, ``__float__``, ``__int__``, ``__index__``. A scalar read

@@ -1,4 +1,4 @@
-"""What a fault matrix found, kept fixed: no one worker sets the answer's shape, numpy and
+"""Worker results the master survives: no one worker sets the answer's shape, numpy and
 torch results mix without crashing the master, a worker importing torch does not race it,
 ``SystemExit`` in f is a failure on every backend, and a stream decodes every batch it had."""
 
@@ -148,8 +148,9 @@ def test_a_list_result_is_used_and_none_or_strings_are_failures():
 
 
 def test_a_worker_importing_torch_does_not_race_the_master():
-    """Before the fix, reading ``sys.modules['torch']`` while a worker thread was importing torch
-    raised ``AttributeError: partially initialized module 'torch'`` inside ``gather``."""
+    """Worker threads importing torch for the first time while the master gathers their
+    results (and looks torch up in ``sys.modules``, where it is partially initialised) make no
+    failure: every worker's result is decoded, in three fresh processes."""
     script = textwrap.dedent(
         """
         import sys

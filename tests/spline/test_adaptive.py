@@ -353,7 +353,7 @@ def test_the_gathered_linear_interpolant_is_the_sparse_product():
 
 @pytest.fixture
 def pretend_device(monkeypatch):
-    """CPU tensors follow the device route (numpy no longer reads them in place)."""
+    """CPU tensors follow the device route (numpy does not read them in place)."""
     monkeypatch.setattr(_arraylib, "_HOST_DEVICES", frozenset())
     _arraylib.device_copies.clear()
     yield monkeypatch

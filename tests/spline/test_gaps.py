@@ -174,7 +174,7 @@ def test_large_blocks_validate_on_a_sample_and_cost_stays_linear():
 
 @pytest.fixture
 def pretend_device(monkeypatch):
-    """CPU tensors follow the device route (numpy no longer reads them in place)."""
+    """CPU tensors follow the device route (numpy does not read them in place)."""
     from codedcomputing import _arraylib
 
     monkeypatch.setattr(_arraylib, "_HOST_DEVICES", frozenset())
