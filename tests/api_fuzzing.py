@@ -1163,7 +1163,7 @@ def _check_bool(out, kw: dict) -> str | None:
 def _gcv_decoder_refused(case: Case, err: BaseException) -> bool:
     """``GCC(..., lambda_dec="gcv").decoder(alive)``: each decode picks its own lambda, so there
     may be no fixed map to return; a ValueError naming ``lambda_dec`` is an acceptable answer
-    (README is silent; the original raised a TypeError from inside SmoothingMap)."""
+    (a TypeError from inside the map's construction is not)."""
     code = _code(case.kwargs)
     return (
         getattr(code, "lambda_dec", None) == "gcv"

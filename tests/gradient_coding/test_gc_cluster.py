@@ -98,11 +98,13 @@ def test_bad_arguments_name_the_parameter(cluster):
         train_on_cluster("dgd", problem, 1, 2, cluster, delays=0.1)
 
 
-# --- faulty and hung workers (issue: silent wrong answers, hangs) --------------------------
+# --- faulty and hung workers: no silent wrong answer, no hang -------------------------------
 
 
 def test_dgd_with_a_failing_partition_raises_instead_of_dividing_by_n(cluster):
-    """DGD trained on 5 of 6 partitions and divided by 6, silently; now it says why it stops."""
+    """DGD with a partition whose worker fails raises TooManyStragglersError naming the
+    partition and the worker at the first step, rather than dividing 5 partitions' gradients
+    by 6."""
     broken = PartitionFaults(least_squares(6), {2: "raise"})
     with pytest.raises(TooManyStragglersError, match="partition 2 is broken") as caught:
         train_on_cluster("dgd", broken.as_problem(), 1, 5, cluster, lr=0.05)
@@ -112,8 +114,9 @@ def test_dgd_with_a_failing_partition_raises_instead_of_dividing_by_n(cluster):
 
 
 def test_pgc_cr_short_of_n_minus_s_flags_its_steps_and_averages_what_it_used(cluster):
-    """PGC-CR with two faulty workers (s = 1) used 4 messages and divided by (n - s)(s + 1) =
-    10 without a word; now each step is flagged and divides by 4 (s + 1)."""
+    """PGC-CR with two faulty workers (s = 1) combines the 4 messages it has: each step is
+    flagged (``degraded``, a RuntimeWarning) and divides by 4 (s + 1), the messages used times
+    (s + 1), not (n - s)(s + 1) = 10."""
     problem = least_squares(6)
     with pytest.warns(RuntimeWarning, match="3 of 3 steps combined fewer than n - s = 5"):
         history = train_on_cluster("pgc-cr", problem, 1, 3, cluster, lr=0.05, faults={0: "raise", 3: "nan"})

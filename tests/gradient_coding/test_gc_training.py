@@ -194,8 +194,9 @@ def _digits_like(count=24, features=6, classes=3, seed=0):
     ],
 )
 def test_from_torch_checks_its_arguments(change, match):
-    """Each of these gave ZeroDivisionError, AttributeError, torch's IndexError at the first
-    step, a raw IndexError, or trained silently to NaN."""
+    """Problem.from_torch refuses each bad argument (no module, partitions out of range,
+    labels out of range, of another length, negative, fractional or 2-D, inputs with NaN, of
+    strings, of the wrong width or empty, a negative seed) with a ValueError naming it."""
     import torch
 
     torch.manual_seed(0)

@@ -143,8 +143,10 @@ def test_cyclic_repetition_bounds_its_conditioning_check():
 
 
 def test_workers_and_messages_are_checked_naming_them():
-    """What the API fuzz found: partitions('1') and group(1.5) were accepted, inf overflowed,
-    decode took numeric strings and raised IndexError on a scalar."""
+    """partitions and group refuse a worker that is not an integer in 0..n-1 (a string, 1.5,
+    inf, a list, n, -1, True) with a ValueError naming it, and take numpy integers; decode
+    refuses messages that are not a numeric array (None, a scalar, strings, objects) with a
+    ValueError naming messages, and sums the gradients from valid ones."""
     fr, cr = FractionalRepetition(6, 1), CyclicRepetition(6, 1)
     for call in (fr.partitions, fr.group, cr.partitions):
         for bad in ("1", 1.5, np.inf, [1], 6, -1, True):
