@@ -373,9 +373,10 @@ def test_unbounded_garbage_on_a_cluster_never_crashes_the_master():
 
 
 def test_the_adversaries_arguments_are_named_and_zero_results_are_no_error():
-    """What the API fuzz found: q >= N accepted (nobody honest), robust_lambda with more
-    liars than points, block_medians and repeated_median_line checking nothing, a message
-    naming Y where the parameter is results, and attacks on no returned result raising."""
+    """num_adversaries >= N (nobody honest) and robust_lambda with more liars than points are
+    refused naming num_adversaries; block_medians, repeated_median_line, faults.corrupt and an
+    adversarial fault's corrupt refuse bad input naming the parameter (``results``, not ``Y``);
+    every attack, and the clip, take no returned result without error."""
     for make in (lambda: cc.RobustGCC(1, 12, num_adversaries=12), lambda: cc.ApproxIFER(3, 15, 15)):
         with pytest.raises(ValueError, match="num_adversaries"):
             make()

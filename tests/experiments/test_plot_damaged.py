@@ -122,10 +122,10 @@ def _cell(fields, index, value):
 @pytest.mark.parametrize(
     ("name", "case"),
     [
-        ("polynomial", "one row"),  # was: ValueError: min() arg is an empty sequence
-        ("rates", "mse: inf in a row"),  # was: LinAlgError: SVD did not converge
+        ("polynomial", "one row"),  # a fit with one row: drawn or left out, no raw ValueError
+        ("rates", "mse: inf in a row"),  # the row is left out of the fit (no LinAlgError)
         ("rates", "mse: nan in row 1"),
-        ("polynomial", "last line cut in half"),  # was: exit 2 for the whole file
+        ("polynomial", "last line cut in half"),  # the other rows are still drawn
         ("latency", "scheme: text in a row"),
         ("stragglers", "model: text in a row"),
         ("manifold", "task: text in a row"),
