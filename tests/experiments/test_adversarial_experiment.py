@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from codedcomputing.codes.robust import PILOT_GRID
@@ -80,8 +81,26 @@ def test_slopes_are_fitted_per_curve_with_the_theory_beside_them(rows):
     )
     expected = math.log(mse[(200,)] / mse[(50,)]) / math.log(200 / 50)
     key = ("concentrated", "gcc", 0.0)
-    (fitted,) = [s["slope"] for s in slopes if (s["attack"], s["scheme"], s["exponent"]) == key]
-    assert fitted == pytest.approx(expected)
+    (fitted,) = [s for s in slopes if (s["attack"], s["scheme"], s["exponent"]) == key]
+    assert fitted["slope"] == pytest.approx(expected)
+    # two sizes leave no degree of freedom for an interval
+    assert math.isnan(fitted["slope_low"]) and math.isnan(fitted["slope_high"])
+
+
+def test_each_slope_carries_the_95_percent_interval_of_its_least_squares_fit():
+    from scipy import stats
+
+    wobble = {50: 1.3, 100: 0.8, 200: 1.1, 400: 0.9}
+    rows = [
+        {"function": "xsinx", "attack": "random", "scheme": "robust-gcc", "exponent": 0.5}
+        | {"num_workers": n, "trial": 0, "mse": wobble[n] * n**-0.6}
+        for n in wobble
+    ]
+    (row,) = adversarial.fit_slopes(rows)
+    fit = stats.linregress(np.log(list(wobble)), np.log([wobble[n] * n**-0.6 for n in wobble]))
+    half = stats.t.ppf(0.975, 2) * fit.stderr
+    assert row["slope"] == pytest.approx(fit.slope)
+    assert (row["slope_low"], row["slope_high"]) == pytest.approx((fit.slope - half, fit.slope + half))
 
 
 def test_the_driver_writes_and_redraws(tmp_path, monkeypatch):

@@ -99,7 +99,8 @@ def test_driver_writes_the_rows_the_slopes_and_the_figure(rates_rows, rates_file
     figure = out / "rates.png"
     assert figure.exists() and figure.stat().st_size > 20_000
     written = read_csv(out / "rates_slopes.csv")
-    assert set(written[0]) == {"panel", "scheme", "num_stragglers", "p", "slope"}
+    assert set(written[0]) == {"panel", "scheme", "num_stragglers", "p", "slope", "slope_low", "slope_high"}
+    assert all(row["slope_low"] < row["slope"] < row["slope_high"] for row in written)
     expected = slopes_by_curve(rates.fit_slopes(rows))
     assert slopes_by_curve(written) == pytest.approx(expected)
     s = rates.QUICK.num_stragglers
@@ -178,3 +179,58 @@ def test_bernoulli_draw_redraws_until_two_workers_return():
     assert all(alive.size >= 2 for alive in draws)
     again = np.random.default_rng(0)
     assert all(np.array_equal(a, rates._bernoulli(3, 0.9, again)) for a in draws)
+
+
+def test_slope_interval_is_linregress_slope_and_stderr_with_the_t_quantile():
+    from scipy import stats
+
+    rng = np.random.default_rng(4)
+    x = np.log([20, 28, 40, 56, 80])
+    y = 1.0 - 3.0 * x + rng.normal(scale=0.3, size=x.size)
+    slope, low, high = rates.slope_interval(x, y)
+    reference = stats.linregress(x, y)
+    half = stats.t.ppf(0.975, x.size - 2) * reference.stderr
+    assert slope == pytest.approx(reference.slope)
+    assert (low, high) == pytest.approx((reference.slope - half, reference.slope + half))
+    assert rates.slope_interval(x, y, level=0.5)[2] - slope < half  # a narrower level, a narrower interval
+
+
+def test_slope_interval_covers_the_true_slope_about_95_percent_of_the_time():
+    rng = np.random.default_rng(5)
+    x = np.log([20, 40, 80, 160])
+    draws = 1000
+    covered = 0
+    for _ in range(draws):
+        _, low, high = rates.slope_interval(x, 2.0 - 3.0 * x + rng.normal(scale=0.5, size=x.size))
+        covered += low <= -3.0 <= high
+    # binomial(1000, 0.95): standard deviation 0.7 points; 4.5 of them either side
+    assert 0.92 <= covered / draws <= 0.98
+
+
+def test_slope_interval_is_nan_from_two_points_and_rejects_bad_inputs():
+    slope, low, high = rates.slope_interval([0.0, 1.0], [0.0, -3.0])
+    assert slope == pytest.approx(-3.0) and math.isnan(low) and math.isnan(high)
+    with pytest.raises(ValueError, match="x and y"):
+        rates.slope_interval([1.0], [2.0])
+    with pytest.raises(ValueError, match="level"):
+        rates.slope_interval([0.0, 1.0, 2.0], [0.0, 1.0, 2.0], level=95)
+
+
+def test_fit_slopes_gives_each_slope_its_interval_and_an_exact_power_law_a_zero_width_one():
+    rows = [
+        {
+            "panel": "worst-case",
+            "scheme": scheme,
+            "num_stragglers": 2,
+            "p": "",
+            "num_workers": n,
+            "mse": 5.0 * n**-3.0 * (1.0 if scheme == "gcc" else np.exp(0.2 * (-1) ** i)),
+        }
+        for scheme in ("gcc", "bacc")
+        for i, n in enumerate((20, 40, 80, 160))
+    ]
+    exact, noisy = rates.fit_slopes(rows)
+    assert exact["scheme"] == "gcc"
+    assert exact["slope_low"] == pytest.approx(-3.0) and exact["slope_high"] == pytest.approx(-3.0)
+    assert noisy["slope_low"] < noisy["slope"] < noisy["slope_high"]
+    assert noisy["slope_high"] - noisy["slope_low"] > 0.1

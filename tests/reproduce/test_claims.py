@@ -328,3 +328,65 @@ def test_polynomial_rows_cut_before_the_threshold_leave_the_second_claim_not_mea
     exact, beyond = claims_of("polynomial", rows)
     assert exact.held is None and exact.measured.startswith("rows unreadable: ValueError")
     assert beyond.held is None
+
+
+def _interval(n_values, mse_values):
+    """The 95% interval of the log-log slope, from scipy's linregress (slope, its standard error)
+    and Student's t with n - 2 degrees of freedom: a reference apart from the library's."""
+    from scipy import stats
+
+    fit = stats.linregress(np.log(n_values), np.log(mse_values))
+    half = stats.t.ppf(0.975, len(n_values) - 2) * fit.stderr
+    return f"{fit.slope:.2f} (95% CI {fit.slope - half:.2f} to {fit.slope + half:.2f})"
+
+
+def test_rate_claims_quote_each_fitted_slope_with_its_95_percent_interval():
+    n_values = (20, 40, 80, 160)
+    wobble = {20: 1.3, 40: 0.8, 80: 1.1, 160: 0.9}  # off the power law, so the interval has width
+    curves = {
+        ("worst-case", "gcc", ""): [wobble[n] * n**-3.2 for n in n_values],
+        ("worst-case", "bacc", ""): [wobble[n] * n**-2.0 for n in n_values],
+        ("bernoulli", "gcc", 0.1): [wobble[n] * n**-3.5 for n in n_values],
+    }
+    rows = [
+        {
+            "scheme": scheme,
+            "panel": panel,
+            "num_inputs": 10,
+            "num_workers": n,
+            "num_stragglers": 2 if panel == "worst-case" else "",
+            "p": p,
+            "trial": 0,
+            "mse": mse,
+        }
+        for (panel, scheme, p), values in curves.items()
+        for n, mse in zip(n_values, values, strict=True)
+    ]
+    config = EXPERIMENTS["rates"].QUICK
+    claims = claims_of("rates", rows, config)
+    gcc, bacc, bern = (_interval(n_values, values) for values in curves.values())
+    assert claims[0].measured == f"slope {gcc}"
+    assert claims[1].measured == f"slopes GCC {gcc}, BACC {bacc}"
+    (measured_p,) = [c for c in claims[2:] if c.held is not None]
+    assert measured_p.measured.startswith(f"slope {bern}; the curve's ")
+    # the verdicts still follow the slope alone (-3.2 <= -2.8; GCC steeper than BACC)
+    assert [c.held for c in claims[:2]] == [True, True]
+
+
+def test_a_slope_from_two_sizes_says_it_has_no_interval():
+    rows = [
+        {"scheme": scheme, "panel": "worst-case", "num_inputs": 10, "num_workers": n}
+        | {"num_stragglers": 2, "p": "", "trial": 0, "mse": float(n) ** (-3.0 if scheme == "gcc" else -2.0)}
+        for scheme in ("gcc", "bacc")
+        for n in (20, 40)
+    ]
+    claims = claims_of("rates", rows, EXPERIMENTS["rates"].QUICK)
+    assert claims[0].measured == "slope -3.00 (no interval: 2 sizes)"
+
+
+def test_adversarial_claims_quote_the_furthest_slope_with_its_interval():
+    shallow = claims_of("adversarial", adversarial_rows(0.5))
+    pilot = "With q = N^a adversaries the error of robust GCC (the published squared-loss decoder, its lambda"
+    # an exact power law: the interval has no width
+    assert "slope -0.10 (95% CI -0.10 to -0.10) against -0.60" in one(shallow, pilot).measured
+    assert "the flattest -0.10 (95% CI -0.10 to -0.10)" in one(shallow, "The error vanishes").measured

@@ -64,14 +64,19 @@ def test_the_claim_table_matches_the_csvs(quick_run):
     means = mean_by(worst, "scheme", "num_workers")
 
     def slope(scheme):
-        points = sorted((n, m) for (s, n), m in means.items() if s == scheme)
-        return float(np.polyfit(np.log([n for n, _ in points]), np.log([m for _, m in points]), 1)[0])
+        """The slope and its 95% interval: scipy's linregress and Student's t with n - 2 d.o.f."""
+        from scipy import stats
 
-    gcc, bacc = slope("gcc"), slope("bacc")
+        points = sorted((n, m) for (s, n), m in means.items() if s == scheme)
+        fit = stats.linregress(np.log([n for n, _ in points]), np.log([m for _, m in points]))
+        half = stats.t.ppf(0.975, len(points) - 2) * fit.stderr
+        return fit.slope, f"{fit.slope:.2f} (95% CI {fit.slope - half:.2f} to {fit.slope + half:.2f})"
+
+    (gcc, gcc_text), (bacc, bacc_text) = slope("gcc"), slope("bacc")
     rate = next(row for row in claims if row[0].startswith("With at most S stragglers"))
-    assert rate[1] == f"slope {gcc:.2f}" and rate[3] == ("held" if gcc <= -2.8 else "not held")
+    assert rate[1] == f"slope {gcc_text}" and rate[3] == ("held" if gcc <= -2.8 else "not held")
     faster = next(row for row in claims if row[0].startswith("Under worst-case"))
-    assert faster[1] == f"slopes GCC {gcc:.2f}, BACC {bacc:.2f}"
+    assert faster[1] == f"slopes GCC {gcc_text}, BACC {bacc_text}"
     assert faster[3] == ("held" if gcc < bacc else "not held")
     probabilistic = [row for row in claims if "probability p" in row[0]]
     assert len(probabilistic) == len({row["p"] for row in rates if row["panel"] != "worst-case"})

@@ -274,7 +274,10 @@ def theory_slope(exponent: float) -> float:
 
 def fit_slopes(rows) -> list[dict]:
     """Least-squares slope of log(mean MSE over trials) against log N per (function, attack,
-    scheme, exponent), from the sweep's rows (the goal block excluded)."""
+    scheme, exponent), from the sweep's rows (the goal block excluded), with its 95% interval
+    (``slope_low``, ``slope_high``: :func:`~codedcomputing.experiments.rates.slope_interval`)."""
+    from .rates import slope_interval
+
     sweep = [row for row in rows if row["exponent"] != ""]
     curves: dict[tuple, list[tuple[int, float]]] = {}
     keys = ("function", "attack", "scheme", "exponent", "num_workers")
@@ -285,7 +288,7 @@ def fit_slopes(rows) -> list[dict]:
         points = sorted((n, m) for n, m in points if m > 0)
         if len(points) < 2:
             continue
-        slope = float(np.polyfit(np.log([n for n, _ in points]), np.log([m for _, m in points]), 1)[0])
+        slope, low, high = slope_interval(np.log([n for n, _ in points]), np.log([m for _, m in points]))
         out.append(
             {
                 "function": function,
@@ -293,6 +296,8 @@ def fit_slopes(rows) -> list[dict]:
                 "scheme": scheme,
                 "exponent": float(exponent),
                 "slope": slope,
+                "slope_low": low,
+                "slope_high": high,
                 "theory": theory_slope(exponent),
                 "within_0.2_or_steeper": slope <= theory_slope(exponent) + 0.2,
                 "num_workers": f"{points[0][0]}-{points[-1][0]}",

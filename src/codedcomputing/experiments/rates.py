@@ -37,7 +37,8 @@ Choices:
   is below 2e-9 per draw, so in practice this never triggers.
 
 Outputs: the rows (``rates.csv``: one per (N, straggler setting, scheme, trial)), the slopes
-(``rates_slopes.csv``: panel, scheme, num_stragglers, p, slope; :func:`derived`) and
+(``rates_slopes.csv``: panel, scheme, num_stragglers, p, slope and its 95% interval
+slope_low, slope_high; :func:`derived`) and
 ``rates.png``. :func:`plot` and :func:`headline` recompute the slopes from the rows alone
 (:func:`fit_slopes`).
 """
@@ -203,9 +204,34 @@ def derived(rows: list[dict]) -> dict[str, list[dict]]:
     return {f"{NAME}_slopes": fit_slopes(rows)}
 
 
+def slope_interval(x, y, level: float = 0.95) -> tuple[float, float, float]:
+    """``(slope, low, high)``: the least-squares slope b of ``y`` on ``x`` and its ``level``
+    confidence interval b -/+ t_{n-2, (1 + level)/2} se, where se^2 = sum(r^2) / (n - 2) /
+    sum((x - mean x)^2) and r are the fit's residuals. The interval measures how well the n
+    points lie on a line (trial noise in the means and any curvature alike), not a bootstrap
+    over trials; with two points it is undefined (NaN)."""
+    from scipy import stats
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = x.size
+    if n < 2 or y.shape != x.shape:
+        raise ValueError(f"x and y must hold the same number (2 or more) of points, got {x.shape}, {y.shape}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    dx = x - x.mean()
+    slope = float(dx @ (y - y.mean()) / (dx @ dx))
+    if n == 2:
+        return slope, float("nan"), float("nan")
+    residuals = y - y.mean() - slope * dx
+    se = float(np.sqrt(residuals @ residuals / (n - 2) / (dx @ dx)))
+    half = float(stats.t.ppf(0.5 + level / 2, n - 2)) * se
+    return slope, slope - half, slope + half
+
+
 def fit_slopes(rows) -> list[dict]:
     """Least-squares slope of log(mean MSE over trials) against log N, one per curve
-    (panel, scheme, num_stragglers, p), from the experiment's rows (as read from its CSV)."""
+    (panel, scheme, num_stragglers, p), from the experiment's rows (as read from its CSV),
+    with its 95% interval (``slope_low``, ``slope_high``: :func:`slope_interval`)."""
     curves: dict[tuple, list[tuple[int, float]]] = {}
     for (*curve, n), mean in means(
         rows, ("panel", "scheme", "num_stragglers", "p", "num_workers"), "mse"
@@ -217,8 +243,18 @@ def fit_slopes(rows) -> list[dict]:
         if len(points) < 2:
             continue
         log_n, log_mse = np.log([n for n, _ in points]), np.log([mean for _, mean in points])
-        slope = float(np.polyfit(log_n, log_mse, 1)[0])
-        slopes.append({"panel": panel, "scheme": scheme, "num_stragglers": s, "p": p, "slope": slope})
+        slope, low, high = slope_interval(log_n, log_mse)
+        slopes.append(
+            {
+                "panel": panel,
+                "scheme": scheme,
+                "num_stragglers": s,
+                "p": p,
+                "slope": slope,
+                "slope_low": low,
+                "slope_high": high,
+            }
+        )
     return slopes
 
 

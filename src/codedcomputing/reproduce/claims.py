@@ -252,6 +252,15 @@ def polynomial_claims(rows: list[dict], config=None) -> list[Claim]:
     ]
 
 
+def _slope(row: dict) -> str:
+    """A fitted slope with its 95% interval (the least-squares one of
+    :func:`~codedcomputing.experiments.rates.slope_interval`), for a claim's measured text."""
+    low, high = row.get("slope_low", float("nan")), row.get("slope_high", float("nan"))
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return f"{row['slope']:.2f} (no interval: 2 sizes)"
+    return f"{row['slope']:.2f} (95% CI {low:.2f} to {high:.2f})"
+
+
 def _theory_slope(n_values, p) -> float:
     """The fitted log-log slope of log_{1/p}(N)^3 N^-3 over the grid's N (its local slope is
     -3 + 3 / ln N, shallower than -3 at these sizes)."""
@@ -288,14 +297,14 @@ def rates_claims(rows: list[dict], config=None) -> list[Claim]:
     def rate():
         gcc = worst_curve("gcc")
         return (
-            f"slope {gcc['slope']:.2f}",
+            f"slope {_slope(gcc)}",
             fitted()[3] + f", S = {gcc['num_stragglers']} contiguous stragglers",
             gcc["slope"] <= -3.0 + SLOPE_TOLERANCE,
         )
 
     def faster():
-        g, b = worst_curve("gcc")["slope"], worst_curve("bacc")["slope"]
-        return f"slopes GCC {g:.2f}, BACC {b:.2f}", fitted()[3], g < b
+        g, b = worst_curve("gcc"), worst_curve("bacc")
+        return f"slopes GCC {_slope(g)}, BACC {_slope(b)}", fitted()[3], g["slope"] < b["slope"]
 
     def probabilistic(p):
         slopes, _, n_values, grid = fitted()
@@ -306,7 +315,7 @@ def rates_claims(rows: list[dict], config=None) -> list[Claim]:
             raise Unmeasured(f"no GCC curve at p = {p:g} over 2 or more N")
         theory = _theory_slope(n_values, p)
         return (
-            f"slope {row['slope']:.2f} (the curve's {theory:.2f})",
+            f"slope {_slope(row)}; the curve's {theory:.2f}",
             grid,
             row["slope"] <= theory + SLOPE_TOLERANCE,
         )
@@ -463,7 +472,7 @@ def adversarial_claims(rows: list[dict], config=None) -> list[Claim]:
         )
         miss = (
             f"; furthest: {misses[0]['function']} {misses[0]['attack']} a = {misses[0]['exponent']:g}, "
-            f"slope {misses[0]['slope']:.2f} against {misses[0]['theory']:.2f}"
+            f"slope {_slope(misses[0])} against {misses[0]['theory']:.2f}"
             if misses
             else ""
         )
@@ -484,7 +493,7 @@ def adversarial_claims(rows: list[dict], config=None) -> list[Claim]:
         flattest = max(published, key=lambda r: r["slope"])
         return (
             f"{sum(r['slope'] < 0 for r in published)} of {len(published)} slopes negative; "
-            f"the flattest {flattest['slope']:.2f}",
+            f"the flattest {_slope(flattest)}",
             grid,
             all(r["slope"] < 0 for r in published),
         )
