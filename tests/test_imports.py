@@ -24,6 +24,7 @@ LAYERS = {
     "_progress": 0,
     "errors": 0,
     "cache": 0,
+    "utils": 0,  # the array helpers published for code authors (issue 25, section 5)
     "points": 1,
     "layout": 1,
     "stragglers": 1,
@@ -41,6 +42,7 @@ LAYERS = {
     "experiments": 7,
     "reproduce": 8,  # runs every experiment and reports on the papers' claims
     "cli": 9,
+    "__main__": 9,  # the coded entry point: it imports the cli
     "": 9,  # the package's own __init__: it gathers everything
 }
 

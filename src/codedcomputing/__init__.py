@@ -9,14 +9,13 @@ For ten inputs ``X`` (shape ``(10, ...)``) and any batch function ``f``::
     est = code.decode(f(coded[alive]), alive)   # (10, ...) estimates of f(x_k)
 """
 
+import importlib as _importlib
+
 from . import (
     adversaries,
-    datasets,
     errors,
-    gradient_coding,
     layout,
     metrics,
-    models,
     points,
     spline,
     stragglers,
@@ -80,3 +79,19 @@ __all__ = [
     "stragglers",
     "tuning",
 ]
+
+# Submodules beyond the codes and the runtime load at first use (PEP 562), so that
+# ``import codedcomputing`` loads numpy, scipy and the core only: ``cc.models.load`` imports
+# codedcomputing.models then. ``cache`` is not in ``__all__`` (it has no API page) but is
+# an attribute as before.
+_LAZY = ("cache", "datasets", "gradient_coding", "models")
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return _importlib.import_module(f".{name}", __name__)  # the import binds it here too
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

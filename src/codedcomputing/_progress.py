@@ -7,7 +7,9 @@ end::
 
     training vit on mnist: 12/40 (30%), 1m10s elapsed, ~2m43s left
 
-Only the standard library and rich are imported: every layer of the package may use it.
+Only the standard library is imported at module level, and rich (the ``cli`` extra) only
+when progress is shown; without rich, terminals get the plain lines too. Every layer of the
+package may use it.
 """
 
 from __future__ import annotations
@@ -35,17 +37,15 @@ def progress(
     steps finish.
 
     A transient rich bar when ``file`` (default: ``sys.stderr`` at call time) is a terminal,
-    as rich decides it; otherwise a plain, flushed line at the start, at most one every
+    as rich decides it, and rich is installed; otherwise a plain, flushed line at the start, at most one every
     ``interval_s`` seconds while advancing, and one at the end (also when the work raises).
     Nothing at all when not ``enabled``. ``clock`` is injectable for tests.
     """
-    from rich.console import Console
-
     if not enabled:
         yield lambda steps=1: None
         return
-    console = Console(file=file) if file is not None else Console(stderr=True)
-    if console.is_terminal:
+    console = _console(file)
+    if console is not None and console.is_terminal:
         with _bar(console, description, total) as advance:
             yield advance
         return
@@ -75,6 +75,15 @@ def progress(
         line(f"stopped after {_duration(clock() - start)}")
         raise
     line(f"done in {_duration(clock() - start)}")
+
+
+def _console(file: TextIO | None):
+    """rich's console for ``file`` (stderr when None), or None when rich is not installed."""
+    try:
+        from rich.console import Console
+    except ImportError:
+        return None
+    return Console(file=file) if file is not None else Console(stderr=True)
 
 
 @contextmanager
