@@ -48,3 +48,22 @@ def test_the_citation_file_names_the_version_and_every_paper_the_readme_cites():
         assert reference["title"].lower()[:40] in citing.lower(), reference["title"]
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert f"## [{__version__}]" in changelog
+
+
+def test_the_core_requires_numpy_scipy_and_threadpoolctl_and_the_cli_is_an_extra():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    core = sorted(r.split(">")[0].split("=")[0].split("[")[0] for r in project["dependencies"])
+    assert core == ["numpy", "scipy", "threadpoolctl"]
+    extras = project["optional-dependencies"]
+    assert sorted(r.split(">")[0] for r in extras["cli"]) == ["rich", "typer"]
+    # the README's install (.[dev,torch,ray,plot,models]) keeps the command line
+    assert "codedcomputing[cli]" in extras["dev"]
+    assert "cli" in extras["all"][0].split("[")[1].rstrip("]").split(",")
+
+
+def test_the_coded_entry_point_is_the_one_that_names_the_missing_extra():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["scripts"]["coded"] == "codedcomputing.__main__:main"
+    installed = [e for e in importlib.metadata.entry_points(group="console_scripts") if e.name == "coded"]
+    # a stale install (pip install -e . not rerun after pyproject changed) fails here
+    assert [e.value for e in installed] == ["codedcomputing.__main__:main"]
