@@ -39,6 +39,8 @@ def is_torch(x) -> bool:
 def _check_array(x, name: str):
     """``x`` as a numpy array or torch tensor with at least one axis; integer and bool data
     become floating point (float64, or torch's default dtype), as ``Code.encode`` makes them."""
+    if isinstance(x, np.ndarray) and x.dtype.kind in "fc" and x.ndim:  # the common case, in ~0.1 us
+        return x
     x = _arraylib._as_array(x, name)
     if x.ndim == 0:
         raise ValueError(f"{name} must have at least one axis (its rows), got a scalar")
@@ -70,7 +72,7 @@ def apply_matrix(matrix, X):
     if scipy_sparse is not None and scipy_sparse.issparse(matrix):
         if matrix.ndim != 2 or not np.issubdtype(matrix.dtype, np.number) or np.iscomplexobj(matrix.data):
             raise ValueError(f"matrix must be a real 2-D sparse array, got {matrix.ndim}-D {matrix.dtype}")
-    else:
+    elif not (isinstance(matrix, np.ndarray) and matrix.dtype.kind == "f" and matrix.ndim == 2):
         matrix = check_real_array(matrix, "matrix")
         if matrix.ndim != 2:
             raise ValueError(f"matrix must be 2-D, got shape {matrix.shape}")
