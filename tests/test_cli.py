@@ -240,14 +240,17 @@ polynomial,quadratic-20-10,bacc,10,40,22,19,0,0,5.6,,
 
 
 def test_plot_says_which_figures_it_wrote_and_which_it_replaced(tmp_path):
-    csv = tmp_path / "polynomial.csv"
+    """Each in one line, however narrow the terminal: a path cut in two cannot be copied."""
+    csv = tmp_path / "a folder with a long name, longer than the terminal is wide" / "polynomial.csv"
+    csv.parent.mkdir()
     csv.write_text(POLYNOMIAL_CSV)
-    first = runner.invoke(app, ["plot", str(csv)], env=WIDE)
+    narrow = {"COLUMNS": "60"}
+    first = runner.invoke(app, ["plot", str(csv)], env=narrow)
     assert first.exit_code == 0, first.output
-    figure = tmp_path / "polynomial.png"
+    figure = csv.parent / "polynomial.png"
     assert f"wrote {figure}\n" in first.output and "replaced" not in first.output
     before = figure.stat().st_mtime_ns
-    again = runner.invoke(app, ["plot", str(csv)], env=WIDE)
+    again = runner.invoke(app, ["plot", str(csv)], env=narrow)
     assert again.exit_code == 0
     assert f"wrote {figure} (replaced the existing file)" in again.output
     assert figure.stat().st_mtime_ns >= before

@@ -471,7 +471,8 @@ def train_model(
     weights = models.weights_path(name, recipe)
     console().print(
         f"{name} on {recipe.dataset}: held-out accuracy {model.test_accuracy:.2%} "
-        f"({recipe.epochs} epochs, seed {recipe.seed}); weights: {weights}"
+        f"({recipe.epochs} epochs, seed {recipe.seed}); weights: {weights}",
+        soft_wrap=True,
     )
 
 
@@ -538,7 +539,9 @@ def experiment(
     start = time.perf_counter()
     paths = run_experiment(name, out, quick=quick, seed=seed, console=out_console)
     elapsed = time.perf_counter() - start
-    out_console.print(f"{name}: wrote {', '.join(str(path) for path in paths)} ({elapsed:.0f} s)")
+    out_console.print(
+        f"{name}: wrote {', '.join(str(path) for path in paths)} ({elapsed:.0f} s)", soft_wrap=True
+    )
 
 
 @app.command("reproduce", cls=_Command)
@@ -574,11 +577,12 @@ def reproduce_command(
     out_console.print(
         f"reproduce: {len(verdicts)} claims: {verdicts.count('held')} held, "
         f"{verdicts.count('not held')} not held, {verdicts.count('not measured')} not measured; "
-        f"wrote {done.markdown} and {done.html} ({done.seconds:.0f} s)"
+        f"wrote {done.markdown} and {done.html} ({done.seconds:.0f} s)",
+        soft_wrap=True,  # one line, in a log too: a path cut in two cannot be copied
     )
     failed = [part.name for part in done.parts if part.status == "failed"]
     if failed:
-        out_console.print(f"reproduce: failed: {', '.join(failed)} (see the report)")
+        out_console.print(f"reproduce: failed: {', '.join(failed)} (see the report)", soft_wrap=True)
         raise typer.Exit(1)
 
 
@@ -605,7 +609,9 @@ def plot(
         raise typer.Exit(2) from None
     for figure in figures:
         replaced = Path(figure).resolve() in existing
-        out_console.print(f"wrote {figure}" + (" (replaced the existing file)" if replaced else ""))
+        out_console.print(
+            f"wrote {figure}" + (" (replaced the existing file)" if replaced else ""), soft_wrap=True
+        )
 
 
 SERVE_MODELS = ("lenet5", "vit", "identity")
