@@ -156,7 +156,8 @@ def test_headline_lists_every_fitted_slope(rates_rows):
     slopes = rates.fit_slopes(rates_rows)
     assert headline.column("slope") == [row["slope"] for row in slopes]
     s = rates.QUICK.num_stragglers
-    assert headline.rows[0] == (f"gcc, worst case S = {s}", slopes[0]["slope"], "N^-3")
+    interval = f"{slopes[0]['slope_low']:.2f} to {slopes[0]['slope_high']:.2f}"
+    assert headline.rows[0] == (f"gcc, worst case S = {s}", slopes[0]["slope"], interval, "N^-3")
     assert f"bacc, worst case S = {s}" in headline.column("curve")
     assert all(f"gcc, bernoulli p = {p}" in headline.column("curve") for p in rates.QUICK.probabilities)
 

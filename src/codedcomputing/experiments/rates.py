@@ -360,7 +360,8 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
 
 
 def headline(rows: list[dict]) -> Headline:
-    """The fitted slopes, one line per curve, beside the rate theory promises."""
+    """The fitted slopes, one line per curve, with their 95% intervals (least squares, t with
+    n - 2 degrees of freedom), beside the rate theory promises."""
     table_rows = []
     for row in fit_slopes(rows):
         if row["scheme"] == "bacc":
@@ -369,10 +370,12 @@ def headline(rows: list[dict]) -> Headline:
             theory = "N^-3"
         else:
             theory = "log_{1/p}(N)^3 N^-3"
-        table_rows.append((_curve_label(row), row["slope"], theory))
+        low, high = row["slope_low"], row["slope_high"]
+        interval = f"{low:.2f} to {high:.2f}" if np.isfinite(low) and np.isfinite(high) else "- (2 sizes)"
+        table_rows.append((_curve_label(row), row["slope"], interval, theory))
     grid = sorted({r["num_workers"] for r in rows})
     return Headline(
         title=f"rates: slope of log(mean MSE) against log N, N = {', '.join(map(str, grid))}",
-        columns=("curve", "slope", "theory (GCC)"),
+        columns=("curve", "slope", "95% interval", "theory (GCC)"),
         rows=table_rows,
     )
