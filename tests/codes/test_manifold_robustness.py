@@ -466,7 +466,7 @@ def test_thin_plate_maps_interpolate_and_reproduce_affine_functions_on_clustered
 
 
 def snap_reference(positions, targets):
-    """The plain O(K N) dynamic programme (the earlier implementation): cost[i, j] is the
+    """The plain O(K N) dynamic programme (an independent reference): cost[i, j] is the
     least displacement with positions 0..i placed and position i at target j."""
     targets = np.sort(targets)
     k, n = positions.size, targets.size

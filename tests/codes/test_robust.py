@@ -169,10 +169,10 @@ def test_tukey_weights_zero_the_concentrated_liars():
 
 @pytest.mark.parametrize("loss", ["squared", "huber", "tukey", "median"])
 def test_the_golden_assignment_decodes_as_the_natural_one(loss):
-    """RobustGCC(5, 20, q = 1, assignment="golden") on honest sin results decoded them wrongly
-    (MSE 39 with Huber against 2.6e-6): the decoders took beta[alive] as sorted. Now every
-    loss gives the natural assignment's estimates, with and without a bound, and relabelled
-    workers decode the same (check_code's check_relabelled_workers, for every option)."""
+    """RobustGCC(5, 20, q = 1, assignment="golden"), whose beta[alive] is not sorted, decodes
+    honest sin results as the natural assignment does, for every loss, with and without a
+    bound; relabelled workers decode the same (check_code's check_relabelled_workers, for
+    every option)."""
     X = np.linspace(-1, 1, 5)[:, None] * np.array([[1.0, 0.5]])
     rng = np.random.default_rng(7)
     for bound in (None, 10.0):

@@ -85,8 +85,8 @@ def test_the_cluster_keeps_actors_for_the_last_problems_only(ray_cluster):
 
 
 def test_a_ray_cluster_s_own_delays_apply(ray_cluster):
-    """A RayCluster's delays were ignored by the trainer (its faults were not): now they hold
-    each answer back at the master, as on threads."""
+    """A RayCluster's own delays apply in training, as its faults do: they hold each answer
+    back at the master, as on threads, and a worker later than the step deadline is named."""
     problem = least_squares(6)
     late = cc.RayCluster(delays=Late([5]), seed=0)  # joins the fixture's Ray: worker 5 is 1,000 s late
     try:

@@ -99,9 +99,10 @@ def test_a_torch_model_trains_on_the_digits():
 
 
 def test_torch_gradients_on_concurrent_threads_equal_the_serial_ones():
-    """torch.func.functional_call swaps the given module's parameters while it runs: threads
-    sharing one module computed with each other's (74% of these gradients were wrong or
-    raised before each thread got its own copy)."""
+    """torch.func.functional_call swaps the given module's parameters while it runs, so
+    threads sharing one module could compute with each other's: every gradient computed on
+    8 threads at once equals the serial one, so does a pickled gradient (as Ray ships it),
+    and the given module's weights are left as they were."""
     import pickle
     from concurrent.futures import ThreadPoolExecutor
 
