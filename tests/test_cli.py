@@ -254,3 +254,19 @@ def test_plot_says_which_figures_it_wrote_and_which_it_replaced(tmp_path):
     assert again.exit_code == 0
     assert f"wrote {figure} (replaced the existing file)" in again.output
     assert figure.stat().st_mtime_ns >= before
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["demo", "--backend", "rey"], "'rey' is not one of 'thread', 'ray'; did you mean 'ray'?"),
+        (["models", "train", "lenet"], "'lenet' is not one of 'lenet5', 'vit'; did you mean 'lenet5'?"),
+        (["example", "--pattern", "contigous"], "did you mean 'contiguous'?"),
+        (["example", "--pattern", "zzz"], "'zzz' is not one of 'random', 'contiguous'"),
+    ],
+)
+def test_every_fixed_choice_says_plainly_what_is_wrong_and_suggests_the_nearest(args, says):
+    result = runner.invoke(app, args, env=WIDE)
+    assert result.exit_code == 2
+    assert says in result.output and "Value error" not in result.output
+    assert ("did you mean" in result.output) == ("did you mean" in says)

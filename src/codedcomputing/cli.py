@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import os
+import re
 import textwrap
 import time
 from enum import Enum
@@ -66,6 +67,24 @@ class _Command(typer.core.TyperCommand):
     def get_params(self, ctx):
         return _untyped_flags(super().get_params(ctx))
 
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except typer.BadParameter as err:
+            err.message = _choice_message(err.message)
+            raise
+
+
+def _choice_message(message: str) -> str:
+    """A value outside a parameter's choices, said plainly (without the validator's "Value
+    error," prefix) and with the nearest choice when one is close; other messages unchanged."""
+    found = re.fullmatch(r"(?:Value error, )?'(.*)' is not one of (.*)\.", message, re.DOTALL)
+    if not found:
+        return message
+    value, choices = found.group(1), re.findall(r"'([^']*)'", found.group(2))
+    near = difflib.get_close_matches(value, choices, n=1, cutoff=0.6)
+    return f"{value!r} is not one of {found.group(2)}" + (f"; did you mean {near[0]!r}?" if near else "")
+
 
 class _Group(typer.core.TyperGroup):
     """A command group whose help shows its flags without a type."""
@@ -76,7 +95,7 @@ class _Group(typer.core.TyperGroup):
 
 def _unknown(value: str, known, what: str) -> str:
     """``value`` is not one of ``known``: the message, with the nearest name when one is close."""
-    near = difflib.get_close_matches(value, list(known), n=1, cutoff=0.5)
+    near = difflib.get_close_matches(value, list(known), n=1, cutoff=0.6)
     hint = f"; did you mean {near[0]!r}?" if near else ""
     return f"{value!r} is not one of the {what}{hint} (known: {', '.join(known)})"
 

@@ -131,7 +131,7 @@ def experiment_names(only) -> list[str]:
     names = [name.strip() for name in (only.split(",") if isinstance(only, str) else only) if name.strip()]
     unknown = [name for name in names if name not in EXPERIMENTS]
     if unknown or not names:
-        near = {name: difflib.get_close_matches(name, list(EXPERIMENTS), n=1, cutoff=0.5) for name in unknown}
+        near = {name: difflib.get_close_matches(name, list(EXPERIMENTS), n=1, cutoff=0.6) for name in unknown}
         hints = [f"{name!r} -> {match[0]!r}" for name, match in near.items() if match]
         hint = f"; did you mean {', '.join(hints)}?" if hints else ""
         raise ValueError(
