@@ -169,7 +169,20 @@ def _help_words(text: str) -> set[str]:
 
 
 @pytest.mark.parametrize("columns", ["80", "100"])
-@pytest.mark.parametrize("command", [[], ["example"], ["experiment"], ["reproduce"], ["plot"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        [],
+        ["example"],
+        ["experiment"],
+        ["reproduce"],
+        ["plot"],
+        ["demo"],
+        ["serve"],
+        ["bench-serve"],
+        ["models", "train"],
+    ],
+)
 def test_help_splits_no_word_at_80_and_100_columns(command, columns):
     """Every word shown at 80 or 100 columns is a word of the same help at 300 columns, where
     nothing wraps: a word cut at the edge would show as pieces that are not."""
@@ -180,7 +193,9 @@ def test_help_splits_no_word_at_80_and_100_columns(command, columns):
 
 
 @pytest.mark.parametrize("columns", ["80", "100"])
-@pytest.mark.parametrize("command", [["example"], ["reproduce"], ["demo"]])
+@pytest.mark.parametrize(
+    "command", [["example"], ["reproduce"], ["demo"], ["serve"], ["bench-serve"], ["plot"]]
+)
 def test_a_docstring_paragraph_is_not_broken_at_its_source_line_ends(command, columns):
     """A paragraph fills the terminal's width: no line of it ends short while the next word
     would have fitted (the source's line breaks used to survive rich's own wrapping)."""
