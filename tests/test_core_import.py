@@ -122,3 +122,32 @@ def test_progress_without_rich_prints_plain_lines_even_on_a_terminal(monkeypatch
         advance(2)
     assert out.getvalue().splitlines()[0] == "work: 0/2 (0%), started"
     assert out.getvalue().splitlines()[-1].startswith("work: 2/2 (100%), done in")
+
+
+# The core's work with the extras, threadpoolctl included, made unimportable.
+WITHOUT_EXTRAS = """
+import sys
+BLOCKED = {"typer", "click", "rich", "threadpoolctl", "torch", "matplotlib", "ray", "starlette"}
+class Uninstalled:  # found before any installed package: "import name" raises ModuleNotFoundError
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Uninstalled())
+import numpy as np
+import codedcomputing as cc
+from codedcomputing._arraylib import one_blas_thread
+X = np.random.default_rng(0).normal(size=(10, 3))
+f = lambda batch: np.tanh(batch)
+with cc.ThreadCluster(num_threads=4, seed=0) as cluster:
+    result = cc.CodedExecutor(cc.GCC(10, 50), f, cluster).run(X, wait_for=50, deadline=None)
+with one_blas_thread:  # without threadpoolctl the one-thread limit is off, not an error
+    pass
+print(float(np.max(np.abs(result.estimates - f(X)))), len(one_blas_thread.libraries))
+"""
+
+
+def test_the_core_runs_with_no_extra_and_no_threadpoolctl():
+    done = subprocess.run([sys.executable, "-c", WITHOUT_EXTRAS], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    error, libraries = done.stdout.split()
+    assert float(error) < 0.01 and libraries == "0"  # GCC's estimate of tanh from all 50 workers
