@@ -378,3 +378,17 @@ def test_a_ragged_reference_is_refused_naming_it():
     # numpy's own error for a ragged nested list names no parameter (found by the API fuzzer)
     with pytest.raises(ValueError, match=r"^reference must be an array of samples of one shape"):
         cc.ManifoldGCC(5, 7, reference=[[0.5], [0.5, 0.5], [0.5], [0.5, 0.5], [0.5]])
+
+
+@pytest.mark.parametrize("num_workers", [7, 8])
+def test_a_systematic_thin_plate_batch_of_equal_inputs_sits_on_a_worker(num_workers):
+    # all inputs equal: one site, at 0; a worker is placed there so the promise of a systematic
+    # code (each input's site a worker's site, its answer f(x_k) bit for bit) still holds
+    X = np.repeat(np.array([[1.434, 0.236, 0.8608]]), 3, axis=0)
+    bound = cc.ManifoldGCC(3, num_workers, design="thin-plate", systematic=True).bind(X)
+    assert bound.systematic
+    worker = bound.systematic_workers[0]
+    assert worker >= 0 and np.all(bound.worker_sites[worker] == bound.sites[0])
+    Y = np.sin(bound.encode(X))
+    alive = np.delete(np.arange(num_workers), [w for w in range(num_workers) if w != worker][:2])
+    np.testing.assert_array_equal(bound.decode(Y[alive], alive)[0], np.sin(X[0]))

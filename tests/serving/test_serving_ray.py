@@ -269,8 +269,10 @@ def test_a_node_lost_mid_stream_loses_no_query(cluster, scheme):
     assert np.all(decoded | redispatched)  # every query on the lost node: decoded or sent again
     if scheme.name == "none":
         assert np.all(redispatched)
-        # a re-dispatched task is redundant work: with no redundancy, the only redundant tasks
-        assert record.redundant_tasks == record.redispatched.sum() and record.extra_load > 0
+        # with no redundancy the only redundant tasks are the re-dispatches that ran: at least
+        # one per re-dispatched query, and none for a re-dispatch lost before it started
+        redone = record.redispatched
+        assert (redone > 0).sum() <= record.redundant_tasks <= redone.sum() and record.extra_load > 0
         assert sorted(record.replaced) == [0, 1] and server.nodes[:2] == [survivor] * 2
         late = record.tasks["query"] >= 150  # sent after the replacements were up
         assert np.isin(record.tasks["replica"][late], [0, 1]).any()  # the new actors serve

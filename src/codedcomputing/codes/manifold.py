@@ -862,6 +862,8 @@ class ManifoldGCC(Code):
         components, include = 1, self.systematic
         if count == 1:  # one input, or all equal: every site at 0, the workers on a line
             sites, workers = np.zeros((k, 1)), make_points(self.points, n, kind="workers")[:, None]
+            if include:  # systematic: the worker nearest 0 moves onto the inputs' site
+                workers[np.argmin(np.abs(workers[:, 0])), 0] = 0.0
         else:
             geometry = _Geometry(self, distinct)
             distinct_sites, components = self._embed(geometry, m), geometry.components
