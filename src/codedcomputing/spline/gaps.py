@@ -139,19 +139,10 @@ def _simplex_minimiser(gram: np.ndarray) -> np.ndarray:
         if better(g[i][i]):
             best, best_w = g[i][i], [float(k == i) for k in range(count)]
     for i, j in itertools.combinations(range(count), 2):
-        a, b, c = g[i][i], g[i][j], g[j][j]
-        curvature = a - 2.0 * b + c
-        if not curvature > 1e-14 * (abs(a) + abs(c)):  # flat along the edge: a vertex is as low
-            continue
-        w_i = (c - b) / curvature
-        if not -1e-12 <= w_i <= 1.0 + 1e-12:
-            continue
-        w_i = min(max(w_i, 0.0), 1.0)
-        w_j = 1.0 - w_i
-        value = w_i * w_i * a + 2.0 * w_i * w_j * b + w_j * w_j * c
-        if better(value):
-            best, best_w = value, [0.0] * count
-            best_w[i], best_w[j] = w_i, w_j
+        edge = _edge_minimum(g[i][i], g[i][j], g[j][j])
+        if edge is not None and better(edge[0]):
+            best, best_w = edge[0], [0.0] * count
+            best_w[i], best_w[j] = edge[1], 1.0 - edge[1]
     for size in range(3, count + 1):
         for face in map(list, itertools.combinations(range(count), size)):
             w_face = _three_face(g, face) if size == 3 else None
@@ -180,6 +171,21 @@ def _simplex_minimiser(gram: np.ndarray) -> np.ndarray:
     return np.array(best_w)
 
 
+def _edge_minimum(a: float, b: float, c: float) -> tuple[float, float] | None:
+    """``(value, w)``: the minimum of ``w^2 a + 2 w (1 - w) b + (1 - w)^2 c`` over an edge of
+    the simplex where it lies inside it (``w`` in [0, 1]); None when the edge is flat (a vertex
+    is as low) or its minimiser lies outside."""
+    curvature = a - 2.0 * b + c
+    if not curvature > 1e-14 * (abs(a) + abs(c)):
+        return None
+    w_i = (c - b) / curvature
+    if not -1e-12 <= w_i <= 1.0 + 1e-12:
+        return None
+    w_i = min(max(w_i, 0.0), 1.0)
+    w_j = 1.0 - w_i
+    return w_i * w_i * a + 2.0 * w_i * w_j * b + w_j * w_j * c, w_i
+
+
 def _three_minimiser(g: list) -> list:
     """:func:`_simplex_minimiser` of three candidates (``g`` the Gram matrix as lists): its
     faces in its order and arithmetic (the triangle's :func:`_three_face` written out), without
@@ -194,18 +200,10 @@ def _three_minimiser(g: list) -> list:
     if g22 < best - 1e-12 * (1.0 + best if best < _INF else 0.0):
         best, best_w = g22, [0.0, 0.0, 1.0]
     for i, j, a, b, c in ((0, 1, g00, g01, g11), (0, 2, g00, g02, g22), (1, 2, g11, g12, g22)):
-        curvature = a - 2.0 * b + c
-        if not curvature > 1e-14 * (abs(a) + abs(c)):  # flat along the edge: a vertex is as low
-            continue
-        w_i = (c - b) / curvature
-        if not -1e-12 <= w_i <= 1.0 + 1e-12:
-            continue
-        w_i = min(max(w_i, 0.0), 1.0)
-        w_j = 1.0 - w_i
-        value = w_i * w_i * a + 2.0 * w_i * w_j * b + w_j * w_j * c
-        if value < best - 1e-12 * (1.0 + best if best < _INF else 0.0):
-            best, best_w = value, [0.0, 0.0, 0.0]
-            best_w[i], best_w[j] = w_i, w_j
+        edge = _edge_minimum(a, b, c)
+        if edge is not None and edge[0] < best - 1e-12 * (1.0 + best if best < _INF else 0.0):
+            best, best_w = edge[0], [0.0, 0.0, 0.0]
+            best_w[i], best_w[j] = edge[1], 1.0 - edge[1]
     # the triangle: G^-1 1 / (1^T G^-1 1) by cofactors, as _three_face gives it
     c00, c01, c02 = g11 * g22 - g12 * g21, g02 * g21 - g01 * g22, g01 * g12 - g02 * g11
     c10, c11, c12 = g12 * g20 - g10 * g22, g00 * g22 - g02 * g20, g02 * g10 - g00 * g12
