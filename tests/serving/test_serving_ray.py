@@ -157,10 +157,11 @@ def test_a_server_joins_a_running_cluster_by_address_and_ships_the_model_once(cl
 
 
 def _unpickle_parity(marker: str):
-    if not os.path.exists(marker):  # the first unpickle, on whichever actor: it fails
-        open(marker, "w").close()
-        raise RuntimeError("the parity function failed to unpickle")
-    return ParityOnce(marker)
+    try:  # the first unpickle, on whichever actor (atomic: two actors may unpickle at once): it fails
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return ParityOnce(marker)
+    raise RuntimeError("the parity function failed to unpickle")
 
 
 class ParityOnce:

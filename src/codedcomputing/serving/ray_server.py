@@ -60,18 +60,20 @@ def _ray():
 class _Replica:
     """A Ray actor holding one replica's model; serves one call at a time (FIFO).
 
-    Other functions (ParM's parity model) are kept too: ``call(key, fn, x, delay)`` runs the
-    model (``key`` -1) or function ``key``, which the call brings (``fn``) the first time this
-    actor runs it and never again (``received`` counts the functions that crossed)."""
+    Other functions (ParM's parity model) are kept too: ``call(key, source, x, delay)`` runs the
+    model (``key`` -1) or function ``key``; ``source`` is ``[ref]``, its object-store reference,
+    left unresolved (a list keeps Ray from fetching it), which the actor fetches only when it does
+    not hold ``key`` yet: the first call, or again after a fetch failed (``received`` counts the
+    functions that crossed). No call depends on an earlier one having succeeded."""
 
     def __init__(self, f):
         self.f = f
         self.functions: dict = {}
         self.received = 0
 
-    def call(self, key, fn, x, delay):
-        if fn is not None:
-            self.functions[key] = fn
+    def call(self, key, source, x, delay):
+        if key >= 0 and key not in self.functions:
+            self.functions[key] = _ray().get(source[0])
             self.received += 1
         if delay > 0:
             time.sleep(delay)
@@ -130,7 +132,6 @@ class _RayReplicas:
                 refs[id(g)] = ray.put(g)
         self.lock = threading.Lock()
         self.extra: dict[int, tuple] = {}  # other functions (parity models): (fn, key, ref)
-        self.holds: list[set] = [set() for _ in server.functions]  # keys each actor holds
         self.actors = [
             remote.options(**server.actor_options[r]).remote(refs[id(g)])
             for r, g in enumerate(server.functions)
@@ -141,9 +142,9 @@ class _RayReplicas:
             self.close()
             raise
 
-    def _function(self, replica, fn) -> tuple:
-        """``(key, ref or None)``: ``fn``'s key, and its object-store copy if the replica's actor
-        does not hold it yet (it keeps it from this call on)."""
+    def _function(self, fn) -> tuple:
+        """``(key, [ref] or None)``: ``fn``'s key and its object-store copy (the actor fetches it
+        once and keeps it)."""
         if fn is None:
             return -1, None
         entry = self.extra.get(id(fn))
@@ -153,15 +154,12 @@ class _RayReplicas:
                 if entry is None or entry[0] is not fn:
                     entry = self.extra[id(fn)] = (fn, len(self.extra), _ray().put(fn))
         _, key, ref = entry
-        if key in self.holds[replica]:
-            return key, None
-        self.holds[replica].add(key)
-        return key, ref
+        return key, [ref]
 
     def call(self, replica, fn, x, delay):
         ray = _ray()
-        key, shipped = self._function(replica, fn)
-        ref = self.actors[replica].call.remote(key, shipped, x, delay)
+        key, source = self._function(fn)
+        ref = self.actors[replica].call.remote(key, source, x, delay)
         while True:
             ready, _ = ray.wait([ref], timeout=self.server.poll_s)
             if ready:
@@ -173,8 +171,6 @@ class _RayReplicas:
         except self.lost as err:
             raise ReplicaLost(type(err).__name__) from None
         except ray.exceptions.RayTaskError as err:
-            if shipped is not None:  # the actor may not hold fn (it failed to unpickle): again next time
-                self.holds[replica].discard(key)
             cause = err.cause if isinstance(err.cause, BaseException) else err
             raise RuntimeError(f"{type(cause).__name__}: {cause}") from None
 
@@ -202,7 +198,6 @@ class _RayReplicas:
                 pass
             return False
         self.actors[replica] = actor
-        self.holds[replica] = set()  # the new actor holds the model alone
         server.nodes[replica] = node
         return True
 
