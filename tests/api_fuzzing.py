@@ -17,7 +17,7 @@ was bad; never another exception type, and never silent acceptance.
   ``(outcome, detail)``; :data:`OUTCOMES` lists the outcomes.
 
 All randomness comes from a :class:`Draw` wrapping a :class:`random.Random`: seeded in
-``benchmarks/fuzz_api.py``, driven by hypothesis (``st.randoms()``) in ``test_api_fuzz.py``.
+``tests/drivers/fuzz_api.py``, driven by hypothesis (``st.randoms()``) in ``test_api_fuzz.py``.
 Sizes are small (K <= 6, N <= 16, trailing dimensions <= 4) so that a valid call takes
 milliseconds.
 
@@ -5476,7 +5476,7 @@ TARGETS: dict[str, Target] = {
 }
 TARGET_NAMES: tuple[str, ...] = tuple(TARGETS)
 # The extensions' callables (ManifoldGCC and layout, RobustGCC and the attacks, gradient
-# coding), for ``benchmarks/fuzz_api.py --only extensions``.
+# coding), for ``tests/drivers/fuzz_api.py --only extensions``.
 EXTENSION_NAMES: tuple[str, ...] = tuple(_EXTENSION_TARGETS)
 
 

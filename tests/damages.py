@@ -1,5 +1,5 @@
 """Damaged files for the tests of `coded plot` and `coded reproduce`, and for
-``benchmarks/damaged_reports.py``, which applies every one of them: :func:`csv_damages` (a
+``tests/drivers/damaged_reports.py``, which applies every one of them: :func:`csv_damages` (a
 CSV's cells, columns and lines), :data:`FOLDER_DAMAGES` (one file of a finished experiment's
 folder), the small CSVs of :data:`SMALL` they are applied to, and the reading of the report's
 claim tables (:func:`claim_table`, :func:`counts_add_up`).

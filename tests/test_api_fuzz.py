@@ -2,7 +2,7 @@
 documented error) naming the bad parameter; valid input works.
 
 The spec and the classifier are in ``api_fuzzing.py`` (shared with
-``benchmarks/fuzz_api.py``, which runs many more cases and tabulates them). Here hypothesis
+``tests/drivers/fuzz_api.py``, which runs many more cases and tabulates them). Here hypothesis
 drives every random choice of the spec through ``st.randoms()``: which values are drawn,
 whether a parameter is perturbed, which one and with which invalid value. One test per
 callable, so a failure says which one; its message shows the case and what happened.

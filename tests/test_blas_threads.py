@@ -2,7 +2,7 @@
 are those of the unlimited product (to rounding: BLAS may split sums differently across thread
 counts), the thread counts come back afterwards, also when threads overlap, and only the
 products the limit is meant for are limited. No timing is asserted (see
-benchmarks/bench_decode_cost.py)."""
+benchmarks/perf/bench_decode_cost.py)."""
 
 from __future__ import annotations
 

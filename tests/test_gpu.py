@@ -464,7 +464,7 @@ def _bench_gpu():
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gpu.py"
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "perf" / "bench_gpu.py"
     spec = importlib.util.spec_from_file_location("bench_gpu", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -155,7 +155,7 @@ SAMPLED = 3  # cell damages drawn per experiment, besides the structural ones
 @pytest.mark.parametrize("name", list(SMALL))
 def test_plot_never_fails_with_a_traceback_on_any_damage(tmp_path, name):
     """A seeded sample of the damages (every structural one and SAMPLED cell damages per
-    experiment): ``benchmarks/damaged_reports.py`` runs all of them (628 figures, about 11
+    experiment): ``tests/drivers/damaged_reports.py`` runs all of them (628 figures, about 11
     minutes on 2 shared cores: too long for the suite)."""
     from codedcomputing.experiments import EXPERIMENTS
 

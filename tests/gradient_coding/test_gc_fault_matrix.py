@@ -61,7 +61,7 @@ CELLS = [
 # (exact: GC-CR; exact decode of stored sums: PGC-FR; approximate: PGC-CR): how a scheme
 # combines what arrived is the threads' code, run in full above; what Ray adds is how a fault
 # reaches the master (a raising or hung actor call). The whole matrix on Ray is
-# `benchmarks/fault_matrix_training.py --backends ray --inject worker` (every cell as here).
+# `tests/drivers/fault_matrix_training.py --backends ray --inject worker` (every cell as here).
 RAY_CELLS = [
     pytest.param(scheme, 1, kind, c, id=f"{scheme}-s1-{kind}-{c}")
     for scheme in ("gc-cr", "pgc-fr", "pgc-cr")

@@ -7,7 +7,7 @@ too late, hung, killed) are stragglers: up to S + 1 of them the call decodes the
 of them raise ``InsufficientResultsError`` with its report (all N mis-shaped alike: that is
 the shape); lists and torch tensors for numpy inputs are converted and used; garbage gives
 finite estimates. One call (seed 0) per cell;
-``python benchmarks/fault_matrix.py`` runs several and prints the table.
+``python tests/drivers/fault_matrix.py`` runs several and prints the table.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _ray_cell_runs(cell: fm.Cell) -> bool:
     """Every Ray cell but half of the process-killing ones that kill more than S workers: each
     of those costs 13-60 s (Ray restarts a process per kill, importing torch); one code runs
     each of them, GCC and BACC in turn, so every (kind, count) still runs on Ray.
-    ``python benchmarks/fault_matrix.py`` runs them all."""
+    ``python tests/drivers/fault_matrix.py`` runs them all."""
     if cell.kind not in fm.KILLS_PROCESS or cell.count <= fm.S:
         return True
     turn = (fm.KILLS_PROCESS.index(cell.kind) + (cell.count == fm.N)) % len(fm.CODES)

@@ -43,7 +43,7 @@ pass over the results for their mean, and the edge maps (``O(n d)`` per point be
 end, through Berrut). The weights are computed in float64 on the host; for torch tensors
 that require grad, autograd treats them as constants.
 
-Measured (``benchmarks/bench_contiguous.py``, 200 paired trials): with a block of
+Measured (``benchmarks/studies/bench_contiguous.py``, 200 paired trials): with a block of
 neighbouring points missing, the adaptive interpolant lost to BACC from a block of 15 of 50
 on (LeNet-5 0.66, ViT 0.44, MLP 0.72), and this decoder held above it up to 40% of N.
 """

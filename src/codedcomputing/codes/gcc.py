@@ -38,7 +38,7 @@ class GCC(Code):
       workers' range, and one ``theta`` in [0, 1] per call minimising the blend's
       leave-one-out error on those results
       (:class:`~codedcomputing.spline.adaptive.AdaptiveInterpolant`; each call's ``theta`` is
-      in ``decode_details(Y, alive).info["theta"]``). Measured (``benchmarks/bench_decoders.py``,
+      in ``decode_details(Y, alive).info["theta"]``). Measured (``benchmarks/studies/bench_decoders.py``,
       K = 10, N = 50, random stragglers, 200 paired trials): it beats BACC at every S from 0
       to 35 on LeNet-5, the ViT and random tanh MLPs, where the natural spline falls behind
       BACC from S = 25-35;
@@ -49,14 +49,14 @@ class GCC(Code):
       four extrapolants) fitted by leaving out blocks of returned results as wide as the gap
       (:class:`~codedcomputing.spline.gaps.GapAwareInterpolant`; the weights are in
       ``info["gaps"]``). Where no gap is found it is the adaptive blend. Measured
-      (``benchmarks/bench_contiguous.py``, 200 paired trials): with a block of neighbouring
+      (``benchmarks/studies/bench_contiguous.py``, 200 paired trials): with a block of neighbouring
       points missing, the adaptive blend loses to BACC from 15 of 50 on; this one holds
       above BACC up to 40% of N on LeNet-5, the ViT and random MLPs, at N = 50 and 100.
 
     Both lambdas use the *mean* convention (scipy's ``make_smoothing_spline`` takes ``lam = n *
     lambda``). Defaults: ``lambda_enc = lambda_dec = 0``. On deterministic functions every
     positive lambda we measured on a grid scaled to the knot spacing raised the MSE
-    (``benchmarks/bench_lambda.py``); smoothing pays when results are noisy or adversarial.
+    (``benchmarks/studies/bench_lambda.py``); smoothing pays when results are noisy or adversarial.
     ``lambda_dec="gcv"`` picks the smoothing spline's lambda at every decode by generalised
     cross-validation on the returned results (:func:`codedcomputing.spline.gcv_lambda`; each
     call's choice is in ``decode_details(Y, alive).info["lambda_dec"]``).
@@ -89,7 +89,7 @@ class GCC(Code):
         worker n at the n-th sorted point, or at every golden-stride-th one, so that a
         block of neighbouring workers (a rack) straggling together leaves spread-out holes
         rather than one wide gap. Measured with GCC's default (gap-aware) decoder on
-        LeNet-5 (``benchmarks/bench_contiguous.py``, K = 10, N = 50, a block of 10
+        LeNet-5 (``benchmarks/studies/bench_contiguous.py``, K = 10, N = 50, a block of 10
         neighbouring workers, 200 paired trials): the mean MSE of BACC with the natural
         assignment over GCC's, 1.27 [1.19, 1.35] natural (part B), 143 golden (part A).
         With ``systematic=True`` it orders the parity workers only.

@@ -12,7 +12,7 @@ __all__ = ["AMPLITUDE", "LENGTH", "RIDGE", "kernel_estimates", "kernel_map"]
 
 #: The RBF term's weight used by :class:`~codedcomputing.ManifoldGCC` (``degraded=
 #: "input-space"``) and the benchmark's defaults: chosen on the calibration split of
-#: ``benchmarks/bench_degraded.py --calibrate`` (even-indexed MNIST test images, seed 1; at
+#: ``benchmarks/studies/bench_degraded.py --calibrate`` (even-indexed MNIST test images, seed 1; at
 #: K = 50 amplitude 0.3-10 and length 0.5-1 were within 0.04 of each other), never on the
 #: reported figures.
 AMPLITUDE = 1.0
@@ -47,7 +47,7 @@ def kernel_estimates(coded_inputs, results, alive, targets, *, amplitude=1.0, le
     affine combinations of returned coded inputs (a non-singular kernel matrix), the
     estimates equal ``f(targets)`` to rounding.
 
-    Measured (``benchmarks/bench_degraded.py``, LeNet-5 on MNIST, K = 50, 5% of the
+    Measured (``benchmarks/studies/bench_degraded.py``, LeNet-5 on MNIST, K = 50, 5% of the
     queries' systematic workers missing, 200 paired trials; ``amplitude`` and ``length``
     chosen on a calibration split): on a systematic GCC with one parity between
     neighbouring inputs in ManifoldGCC's order, argmax agreement with ``f`` on the decoded

@@ -634,7 +634,7 @@ class ManifoldGCC(Code):
     for K = 10; 0.00-0.04 under contiguous stragglers (mostly the assignment's; 0.13-0.64
     against GCC with the same assignment); 0.00-0.08 on a cubic of inputs on a curve in
     R^100. The thin-plate design lost to the chain on MNIST (2.5-22x standard GCC in
-    ``benchmarks/bench_manifold.py``) and won on a surface under contiguous stragglers.
+    ``benchmarks/studies/bench_manifold.py``) and won on a surface under contiguous stragglers.
 
     Parameters
     ----------

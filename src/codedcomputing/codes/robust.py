@@ -108,7 +108,7 @@ class RobustGCC(GCC):
        results of an affine ``f`` are never moved, even where they lie far from most others
        (an end worker, with the rest returned near the other end: the results' own range
        alone would cut it); the results' own range keeps honest results of a curved ``f``
-       that a trend extrapolates badly (``benchmarks/bench_robust_clip.py``);
+       that a trend extrapolates badly (``benchmarks/studies/bench_robust_clip.py``);
     2. ``loss="squared"`` (the published decoder): the smoothing spline with ``lambda_dec`` (by
        default, ``lambda_rule="paper"``, :func:`robust_lambda` of ``(q, N)``; mean convention;
        ``"pilot"`` and ``"gcv"`` pick it at every decode: see ``lambda_rule``), a linear map per alive
@@ -152,7 +152,7 @@ class RobustGCC(GCC):
     device.
 
     Measured: ``docs/adversaries.rst`` (``coded experiment adversarial`` and
-    ``benchmarks/bench_robust_default.py``): the Tukey loss is the strongest decoder measured,
+    ``benchmarks/studies/bench_robust_default.py``): the Tukey loss is the strongest decoder measured,
     hence the default; ``loss="squared"`` is the published decoder.
 
     Promise (tested): inputs affine in ``alpha`` through an affine ``f`` are recovered
@@ -460,7 +460,7 @@ class RobustGCC(GCC):
         return estimates, weights
 
     # Tukey's first weights leave out at least the q results farthest from the start, and later
-    # ones take the robust scale of the fit's residuals (benchmarks/bench_robust_default.py).
+    # ones take the robust scale of the fit's residuals (benchmarks/studies/bench_robust_default.py).
     _trims = True
 
     @property

@@ -65,7 +65,7 @@ of many noisy p99.9s taken on itself. A p99.9 over Q queries rests on about Q / 
 (fewer distinct values for a non-systematic code, which answers a group at once).
 
 Decoding is free unless ``Config.decode_cost`` (in base service times) says otherwise:
-``benchmarks/bench_frontier_decode_cost.py`` measures a decode at about one LeNet-5 call here.
+``benchmarks/perf/bench_frontier_decode_cost.py`` measures a decode at about one LeNet-5 call here.
 
 How the arithmetic was checked: the per-query latency functions below are tested against
 brute-force loops over small hand-made draws (tests/experiments/test_frontier.py); the

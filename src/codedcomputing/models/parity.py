@@ -92,7 +92,7 @@ class ParityRecipe:
 
 # base model -> its default parity recipe: the deployed model's own optimiser settings, and
 # the concatenation encoder, which measured better than addition on LeNet-5 for k = 2 and 4
-# (docs/parity.rst, benchmarks/bench_parity.py).
+# (docs/parity.rst, benchmarks/studies/bench_parity.py).
 RECIPES: dict[str, ParityRecipe] = {
     "lenet5": ParityRecipe(encoder="concatenation", epochs=100, lr=2e-3, weight_decay=1e-4),
     "vit": ParityRecipe(encoder="concatenation", epochs=30, lr=1e-3, weight_decay=5e-2),

@@ -161,7 +161,7 @@ class ThreadServer:
         thread; ``"direct"``, as inline, and an arrival on the thread that calls
         :meth:`submit` (which then waits for the lock and the arrival's work, a group's encode
         among it). The answers, the order of each replica's queue and the timers are the
-        same. Measured (``benchmarks/bench_serving_threads.py --part master``, paired on the
+        same. Measured (``benchmarks/perf/bench_serving_threads.py --part master``, paired on the
         same streams): neither alternative cut the frontend's CPU per query reliably at
         K = 10-50, and with 75 replicas both raised the p50 in some runs, so the batched
         frontend thread is the default.

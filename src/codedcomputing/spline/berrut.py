@@ -15,7 +15,7 @@ __all__ = ["BerrutMap", "berrut_matrix"]
 #: the Cauchy sums as it is (they gather their blocks' columns) rather than written into zeros
 #: at every node: the data outweigh the blocks. BACC's decode, paired, this against the zeros:
 #: 0.85-0.87x at width 200 and N = 8,000 and 16,000, 0.98-1.05x at width 100, 1.06-1.15x at
-#: width 50 (``benchmarks/bench_master_bacc.py``).
+#: width 50 (``benchmarks/perf/bench_master_bacc.py``).
 SUBSET_WIDTH = 150
 
 

@@ -43,7 +43,7 @@ tridiagonal matrix, one ``LDL^T`` solve for all. A call costs the adaptive inter
 decode plus ``O((POSITIONS (m + WINDOW) + |z in gaps|) d')`` for the gaps (``d'`` the width,
 at most :data:`~codedcomputing.spline.adaptive.SKETCH_COLUMNS` once sketched; the values
 are theta's own), one pass over the results for their mean, and the edge maps (``O(n d)``
-per point beyond an end, through Berrut). Measured (``benchmarks/bench_master_gcc.py``, a
+per point beyond an end, through Berrut). Measured (``benchmarks/perf/bench_master_gcc.py``, a
 new alive set at every decode, ``docs/master-cost.rst``): 1.2-3.0 times the natural spline's
 decode from N = 50 to 16,000 at widths 1-1,000. The weights are computed in float64 on the host; for torch
 tensors that require grad, autograd treats them as constants. A tensor on a device (CUDA)
@@ -52,7 +52,7 @@ float64 when wide), their scales and Gram matrices are computed on the device, a
 brings the few numbers the fits need to the host (theta's 3, 10 a fitted gap size, ``1 +
 c^2`` an end with ``c`` candidates); the blend is applied on the device.
 
-Measured (``benchmarks/bench_contiguous.py``, 200 paired trials): with a block of
+Measured (``benchmarks/studies/bench_contiguous.py``, 200 paired trials): with a block of
 neighbouring points missing, the adaptive interpolant lost to BACC from a block of 15 of 50
 on (LeNet-5 0.66, ViT 0.44, MLP 0.72), and this decoder held above it up to 40% of N.
 """

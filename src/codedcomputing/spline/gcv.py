@@ -257,7 +257,7 @@ def gcv_lambda(knots, values, grid=None) -> float:
     go to the earliest grid entry. The influence matrix's trace comes from its diagonal,
     dense for ``n <= 400`` and above that in ``O(n)`` (:func:`influence_complement`), so a
     lambda costs ``O(n d)`` whatever the smoothing (measured on alive Chebyshev knots,
-    ``benchmarks/bench_decode_cost.py``: ~4 ms per lambda at ``n = 2000``, ~30 ms at ``n =
+    ``benchmarks/perf/bench_decode_cost.py``: ~4 ms per lambda at ``n = 2000``, ~30 ms at ``n =
     16000``, where the previous row-by-row diagonal took 0.035-0.3 s and 0.25-2.3 s at ``n =
     2000`` and ``8000``). Where knots nearly coincide and the recurrence would lose accuracy
     it takes the diagonal from the map's rows, as before (time ``O(n w)`` for a map ``w``

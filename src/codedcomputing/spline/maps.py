@@ -122,7 +122,7 @@ def _read_only(matrix) -> None:
 MAX_MAP_ENTRIES = 2**22
 
 # The cost model, in seconds (measured on 2 cores of an AMD EPYC, numpy/scipy on OpenBLAS,
-# float64; benchmarks/bench_decode_cost.py prints predicted against measured). Only ratios
+# float64; benchmarks/perf/bench_decode_cost.py prints predicted against measured). Only ratios
 # decide, so a uniformly faster or slower machine chooses the same.
 _COST = {
     # building the map: per _dense_map call (a window's Reinsch system set up), per knot of the
@@ -157,7 +157,7 @@ _COST = {
     "convert": 1.0e-9,
     # the banded route on a device tensor: per call the copies to the host and back (each a
     # sync), per value crossing (Y in, the estimates out) ~8 bytes over PCIe. Estimates, not
-    # measured here (no GPU); benchmarks/bench_gpu.py prints the first and warm decodes.
+    # measured here (no GPU); benchmarks/perf/bench_gpu.py prints the first and warm decodes.
     "device_call": 4.0e-5,
     "device_value": 1.0e-9,
 }
