@@ -11,10 +11,9 @@ import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from rich.console import Console
-from rich.table import Table
 
 from . import (
     adversarial,
@@ -28,6 +27,10 @@ from . import (
     stragglers,
 )
 from .records import Headline, drawable, figure_dir, output_dir, read_table, write_csv
+
+if TYPE_CHECKING:  # rich is the ``cli`` extra's; without it the headline prints as plain text
+    from rich.console import Console
+    from rich.table import Table
 
 __all__ = ["EXPERIMENTS", "NotAnExperimentCSV", "experiment_of", "headline_table", "redraw", "run_experiment"]
 
@@ -154,6 +157,8 @@ def _reasons(left_out) -> str:
 
 def headline_table(headline: Headline) -> Table:
     """``headline`` as a rich table: numbers to 3 significant digits, text as it is."""
+    from rich.table import Table
+
     table = Table(title=headline.title, caption=headline.note or None)
     for i, column in enumerate(headline.columns):
         numeric = any(isinstance(row[i], (int, float)) for row in headline.rows)
@@ -175,7 +180,21 @@ def _cell(value) -> str:
 def _show(headline: Headline, console: Console | None) -> None:
     """Print ``headline``; off a terminal at least 100 columns wide, so that a log or a
     pipe gets the table whole rather than wrapped at 80."""
+    try:
+        from rich.console import Console
+    except ImportError:  # the core install: no rich, so a plain table
+        print(_plain_table(headline), flush=True)
+        return
     console = console or Console()
     if not console.is_terminal and console.width < 100:
         console = Console(width=100, file=console.file)
     console.print(headline_table(headline))
+
+
+def _plain_table(headline: Headline) -> str:
+    """``headline`` as aligned plain text, for an install without rich."""
+    rows = [list(headline.columns)] + [[_cell(value) for value in row] for row in headline.rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(headline.columns))]
+    lines = [headline.title]
+    lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
+    return "\n".join(lines + ([headline.note] if headline.note else []))
