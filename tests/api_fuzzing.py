@@ -5231,7 +5231,7 @@ def _build_targets() -> dict[str, Target]:
             _check_smoothing_matrix,
         ),
         Target(
-            "tuning.lambda_grid",
+            "spline.lambda_grid",
             (
                 Param("num_knots", lambda d, ctx: int_like(d, d.int(2, 50)), bad_count(2, name="num_knots")),
                 Param(
@@ -5242,27 +5242,27 @@ def _build_targets() -> dict[str, Target]:
                 Param("low", _low_valid, bad_real(lo=0.0, lo_open=True, typical=1e-6)),
                 Param("high", _high_valid, bad_real(lo=0.0, lo_open=True, typical=1e4, extra=_bad_high)),
             ),
-            lambda kw: cc.tuning.lambda_grid,
+            lambda kw: cc.spline.lambda_grid,
             _check_lambda_grid,
         ),
         Target(
-            "tuning.gcv_lambda",
+            "spline.gcv_lambda",
             (
                 Param("knots", _knots_valid(3), _bad_knots(3)),
                 Param("values", _values_valid, _bad_values_all),
                 Param("grid", _grid_valid, bad_grid),
             ),
-            lambda kw: cc.tuning.gcv_lambda,
+            lambda kw: cc.spline.gcv_lambda,
             _check_gcv_lambda,
         ),
         Target(
-            "tuning.gcv_score",
+            "spline.gcv_score",
             (
                 Param("knots", _knots_valid(3), _bad_knots(3)),
                 Param("values", _values_valid, _bad_values_all),
                 Param("lam", _lam_valid, _bad_lam),
             ),
-            lambda kw: cc.tuning.gcv_score,
+            lambda kw: cc.spline.gcv_score,
             _check_gcv_score,
         ),
         Target(

@@ -61,8 +61,8 @@ def test_tune_on_noisy_results_smooths_and_beats_interpolation_on_fresh_patterns
 
 def test_tune_grid_matches_gcc_run_by_hand():
     X = batch(2)
-    lambdas_enc = tuning.lambda_grid(K, num=3)
-    lambdas_dec = tuning.lambda_grid(N, num=4)
+    lambdas_enc = cc.spline.lambda_grid(K, num=3)
+    lambdas_dec = cc.spline.lambda_grid(N, num=4)
     result = tuning.tune(
         clean_f, X, N, random_stragglers, trials=6, seed=4, lambdas_enc=lambdas_enc, lambdas_dec=lambdas_dec
     )
@@ -101,14 +101,14 @@ def test_tune_calls_f_once_per_encoder_lambda():
     result = tuning.tune(f, batch(0), N, random_stragglers, trials=5, seed=0)
     # default grids: 9 encoder lambdas (lambda_grid(K, num=8)) x 9 decoder lambdas
     assert result.grid_mse.shape == (9, 9)
-    assert np.array_equal(result.lambdas_enc, tuning.lambda_grid(K, num=8))
-    assert np.array_equal(result.lambdas_dec, tuning.lambda_grid(N, num=8))
+    assert np.array_equal(result.lambdas_enc, cc.spline.lambda_grid(K, num=8))
+    assert np.array_equal(result.lambdas_dec, cc.spline.lambda_grid(N, num=8))
     assert calls == [K] + [N] * 9  # the truth, then all N coded inputs once per lambda_enc
 
 
 def test_tune_is_reproducible():
     X = batch(3)
-    kwargs = {"trials": 5, "lambdas_enc": [0.0, 1e-6], "lambdas_dec": tuning.lambda_grid(N, num=3)}
+    kwargs = {"trials": 5, "lambdas_enc": [0.0, 1e-6], "lambdas_dec": cc.spline.lambda_grid(N, num=3)}
     a = tuning.tune(noisy_f, X, N, random_stragglers, seed=8, **kwargs)
     b = tuning.tune(noisy_f, X, N, random_stragglers, seed=8, **kwargs)
     c = tuning.tune(noisy_f, X, N, random_stragglers, seed=9, **kwargs)

@@ -1,9 +1,9 @@
 """Tuning GCC: :func:`tune` picks ``(lambda_enc, lambda_dec)`` by grid search on a
 calibration batch, against the true outputs ``f(X)``.
 
-The grids and generalised cross-validation live in :mod:`codedcomputing.spline`
-(:func:`~codedcomputing.spline.lambda_grid`, :func:`~codedcomputing.spline.gcv_lambda`,
-:func:`~codedcomputing.spline.gcv_score`); they are importable from here too.
+The lambda grids and generalised cross-validation (GCC's ``lambda_dec="gcv"``) are the
+spline's: :func:`codedcomputing.spline.lambda_grid`, :func:`codedcomputing.spline.gcv_lambda`
+and :func:`codedcomputing.spline.gcv_score`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,11 @@ import numpy as np
 
 from . import _arraylib, metrics
 from ._progress import progress as show_progress
-from ._validation import check_rng
+from ._validation import check_count, check_rng
 from .codes import GCC
-from .codes.base import check_count
-from .spline import check_grid, gcv_lambda, gcv_score, lambda_grid
+from .spline import check_grid, lambda_grid
 
-__all__ = ["TuningResult", "gcv_lambda", "gcv_score", "lambda_grid", "tune"]
+__all__ = ["TuningResult", "tune"]
 
 
 @dataclass(frozen=True, eq=False)

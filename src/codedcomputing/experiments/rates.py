@@ -53,7 +53,8 @@ import numpy as np
 from .. import datasets, metrics, models, stragglers
 from .._progress import progress as show_progress
 from ..codes import BACC, GCC
-from ..tuning import lambda_grid, tune
+from ..spline import lambda_grid
+from ..tuning import tune
 from .records import (
     COUNT,
     NONNEGATIVE,
