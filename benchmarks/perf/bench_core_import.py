@@ -16,8 +16,12 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import bootstrap
 
 EXTRA = ("models", "datasets", "cache", "gradient_coding")
 TIMED = """
@@ -46,12 +50,6 @@ def measure(script: str) -> dict:
     return json.loads(done.stdout)
 
 
-def bootstrap_median(values: np.ndarray, rng: np.random.Generator, draws: int = 10_000) -> tuple:
-    picks = rng.integers(0, values.size, size=(draws, values.size))
-    medians = np.median(values[picks], axis=1)
-    return float(np.median(values)), *np.percentile(medians, [2.5, 97.5])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=15)
@@ -72,7 +70,7 @@ def main() -> None:
         )
     # the ratio compares the first two variants; the third is printed as the floor
     ratio = np.array([a["s"] / b["s"] for a, b in zip(rows[names[0]], rows[names[1]], strict=True)])
-    median, low, high = bootstrap_median(ratio, np.random.default_rng(args.seed))
+    median, low, high = bootstrap(ratio, np.median, np.random.default_rng(args.seed), draws=10_000)
     print(f"time ratio core / (core + those four), paired: median {median:.3f} (95% CI {low:.3f}-{high:.3f})")
 
 

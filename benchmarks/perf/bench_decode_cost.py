@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -42,24 +43,15 @@ from codedcomputing import _arraylib
 from codedcomputing.spline import gcv
 from codedcomputing.spline.maps import SmoothingMap, SplineDecoder
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import interleaved
 
-def interleaved(fns: dict, repeats: int, setup=None, idle: float = 0.0) -> dict:
-    """Median seconds of each callable, timed in turn at every repeat, the order rotated from
-    one repeat to the next (a call can slow the one after it: memory it left to reclaim, a
-    thread pool still spinning); ``setup(r)`` (untimed) runs first at each repeat and its
-    result is passed to every callable. ``idle`` seconds of sleep after each call let thread
-    pools that spin after a parallel call (OpenBLAS's ~0.1 s) go quiet."""
-    times = {name: [] for name in fns}
-    names = list(fns)
-    for r in range(repeats):
-        arg = setup(r) if setup else None
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            fn = fns[name]
-            start = time.perf_counter()
-            fn(arg)
-            times[name].append(time.perf_counter() - start)
-            if idle:
-                time.sleep(idle)
+
+def medians(fns: dict, repeats: int, setup=None, idle: float = 0.0) -> dict[str, float]:
+    """Median seconds of each callable, timed by :func:`common.interleaved` (in turn, the order
+    rotated from one repeat to the next; ``setup(r)`` untimed; ``idle`` seconds of sleep after
+    each call let thread pools that spin after a parallel call go quiet)."""
+    times = interleaved(fns, repeats, setup, idle=idle)
     return {name: float(np.median(t)) for name, t in times.items()}
 
 
@@ -88,7 +80,7 @@ def decode_row(n_workers: int, lam: float, width: int, repeats: int, rng) -> dic
         routes.append(decoder.plan(width))
         decoder(arg[1])
 
-    t = interleaved(
+    t = medians(
         {
             "main": lambda arg: SmoothingMap(arg[0], lam, alpha)(arg[1]),
             "chooser": chooser,
@@ -104,7 +96,7 @@ def decode_row(n_workers: int, lam: float, width: int, repeats: int, rng) -> dic
         reused(y)
         if reused._map is not None:
             break
-    cached = interleaved(
+    cached = medians(
         {"cached main": lambda _: main_map(y), "cached chooser": lambda _: reused(y)}, repeats, idle=0.1
     )
     costs = SplineDecoder(knots, lam, alpha).costs
@@ -160,7 +152,7 @@ def gcv_row(t: np.ndarray, y: np.ndarray, c: float, repeats: int, old: bool) -> 
     """One row of section 2: the new diagonal, a whole gcv_score and (if ``old``) the old diagonal."""
     n = t.size
     lam = c * (2.0 / (n - 1)) ** 4
-    row = interleaved(
+    row = medians(
         {
             "new": lambda _: gcv._influence_complement(t, lam),
             "score": lambda _: cc.spline.gcv_score(t, y, lam),
@@ -171,7 +163,7 @@ def gcv_row(t: np.ndarray, y: np.ndarray, c: float, repeats: int, old: bool) -> 
     if old:
         kept = {}
         old_repeats = 1 if c > 1 and n > 2000 else max(1, repeats // 2)
-        row["old"] = interleaved(
+        row["old"] = medians(
             {"old": lambda _: kept.update(d=gcv._influence_diagonal_by_rows(t, lam))}, old_repeats
         )["old"]
         row["diff"] = float(np.abs(gcv._influence_complement(t, lam) - (1 - kept["d"])).max())
@@ -210,9 +202,7 @@ def gcv_cost(sizes, cs, repeats, rng, old_limit):
         y = (np.sin(3 * t) + 0.1 * rng.normal(size=n))[:, None]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            seconds = interleaved(
-                {"gcv": lambda _, t=t, y=y: cc.spline.gcv_lambda(t, y)}, max(1, repeats // 2)
-            )
+            seconds = medians({"gcv": lambda _, t=t, y=y: cc.spline.gcv_lambda(t, y)}, max(1, repeats // 2))
         print(f"  n = {n}: {seconds['gcv'] * 1e3:.0f} ms")
 
 
@@ -243,7 +233,7 @@ def blas_row(n_workers: int, width: int, repeats: int, rng) -> dict:
     alive = cc.stragglers.random(n_workers, n_workers // 10, rng)
     decoder = SmoothingMap(code.beta[alive], 0.0, code.alpha)
     y = code.encode(x)[alive]
-    return interleaved(
+    return medians(
         {
             "enc all": lambda _: with_limit(False, lambda: code.encode(x)),
             "enc one": lambda _: with_limit(True, lambda: code.encode(x)),
@@ -294,7 +284,7 @@ def blas_threads(sizes, width, repeats, spinners, rng):
         with _arraylib.one_blas_thread:
             pass
 
-    t = interleaved({"fresh": fresh, "kept": kept, "ours": ours}, 200)
+    t = medians({"fresh": fresh, "kept": kept, "ours": ours}, 200)
     print(
         f"cost of limiting, per call: threadpool_limits {t['fresh'] * 1e6:.0f} us, a kept controller's "
         f"limit {t['kept'] * 1e6:.1f} us, ours {t['ours'] * 1e6:.1f} us "
@@ -321,14 +311,14 @@ def adaptive_row(n: int, width: int, repeats: int, rng) -> tuple[dict, dict]:
 
         return call
 
-    new = interleaved({"spline": fresh(spline), "adaptive": fresh(adaptive)}, repeats, setup)
+    new = medians({"spline": fresh(spline), "adaptive": fresh(adaptive)}, repeats, setup)
     alive, y = setup(0)
     spline.decode(y, alive), adaptive.decode(y, alive)  # warm the caches
 
     def again(code):
         return lambda _: code.decode(y, alive)
 
-    return new, interleaved({"spline": again(spline), "adaptive": again(adaptive)}, repeats)
+    return new, medians({"spline": again(spline), "adaptive": again(adaptive)}, repeats)
 
 
 def adaptive_cost(sizes, widths, repeats, rng):

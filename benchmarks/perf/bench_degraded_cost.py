@@ -16,16 +16,16 @@ differences, with 95% bootstrap intervals over calls.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 import codedcomputing as cc
 
-
-def interval(values: np.ndarray, rng, draws: int = 2000) -> tuple[float, float]:
-    picks = rng.integers(0, values.size, size=(draws, values.size))
-    return tuple(np.percentile(np.median(values[picks], axis=1), [2.5, 97.5]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import bootstrap
 
 
 def main() -> None:
@@ -55,7 +55,7 @@ def main() -> None:
                 times[option].append(1e3 * (time.perf_counter() - start))
         spline, kernel = np.asarray(times["spline"]), np.asarray(times["input-space"])
         added = kernel - spline
-        lo, hi = interval(added, np.random.default_rng([args.seed, K, N, 1]))
+        _, lo, hi = bootstrap(added, np.median, np.random.default_rng([args.seed, K, N, 1]))
         print(
             f"{K:>4} {N:>4} {np.median(spline):>10.2f} {np.median(kernel):>15.2f} "
             f"{np.median(added):>+9.2f} [{lo:+.2f}, {hi:+.2f}]   ({args.calls} calls)"

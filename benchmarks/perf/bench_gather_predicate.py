@@ -14,21 +14,18 @@ Usage: python benchmarks/perf/bench_gather_predicate.py [--calls 60] [--sizes 20
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 import codedcomputing as cc
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import bootstrap
+
 RNG = np.random.default_rng(0)
-
-
-def bootstrap(values, draws: int = 2000) -> tuple[float, float, float]:
-    """``(median, low, high)``: the median and its 95% bootstrap interval."""
-    values = np.asarray(values, dtype=np.float64)
-    index = RNG.integers(len(values), size=(draws, len(values)))
-    boots = np.median(values[index], axis=1)
-    return float(np.median(values)), *np.quantile(boots, [0.025, 0.975]).tolist()
 
 
 def measure(num_workers: int, calls: int) -> tuple[float, float, tuple[float, float, float]]:
@@ -49,7 +46,7 @@ def measure(num_workers: int, calls: int) -> tuple[float, float, tuple[float, fl
         if i:
             seconds[i - 1] = middle - start, end - middle
     ms = 1e3 * np.median(seconds, axis=0)
-    return float(ms[0]), float(ms[1]), bootstrap(seconds[:, 1] / seconds[:, 0])
+    return float(ms[0]), float(ms[1]), bootstrap(seconds[:, 1] / seconds[:, 0], np.median, RNG)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -35,11 +35,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 
 import codedcomputing as cc
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import interleaved
 
 STRAGGLE = 0.2
 
@@ -58,13 +62,16 @@ def timed(fn, device: torch.device) -> float:
     return time.perf_counter() - start
 
 
-def interleaved(named: dict, repeats: int, device: torch.device) -> dict[str, float]:
-    """Median seconds of each of ``named``'s calls, timed in turn ``repeats`` times."""
-    times = {name: [] for name in named}
-    for _ in range(repeats):
-        for name, fn in named.items():
-            times[name].append(timed(fn, device))
-    return {name: float(np.median(values)) for name, values in times.items()}
+def median_times(named: dict, repeats: int, device: torch.device) -> dict[str, float]:
+    """Median seconds of each of ``named``'s calls (no arguments), timed in turn ``repeats``
+    times (:func:`common.interleaved`), the device's queue drained before and after each."""
+
+    def clock() -> float:
+        synchronize(device)
+        return time.perf_counter()
+
+    calls = {name: (lambda _, fn=fn: fn()) for name, fn in named.items()}
+    return {name: float(np.median(t)) for name, t in interleaved(calls, repeats, clock=clock).items()}
 
 
 # name -> (largest N measured, constructor from (K, N))
@@ -130,7 +137,7 @@ def time_code(code, X, alive: np.ndarray, copies, repeats: int) -> tuple[float, 
     arrival = np.random.default_rng(alive.size).permutation(alive.size)  # results as they arrive
     Y_arrival, alive_arrival = Y[torch.as_tensor(arrival, device=device)], alive[arrival]
     encode_copy, decode_copy = copies
-    medians = interleaved(
+    medians = median_times(
         {
             "encode": lambda: code.encode(X),
             "encode copy": lambda: encode_copy.copy_(coded),
@@ -153,7 +160,7 @@ def time_model(model, code, X, alive: np.ndarray, repeats: int) -> dict[str, flo
         logits = model(coded)[alive_index]
         cache_map(code, alive)
         code.decode(logits, alive)  # the map copied to the device once
-        medians = interleaved(
+        medians = median_times(
             {
                 "plain": lambda: model(X),
                 "coded": lambda: code.decode(model(code.encode(X))[alive_index], alive),

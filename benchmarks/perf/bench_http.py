@@ -30,17 +30,14 @@ import subprocess
 import sys
 import time
 from importlib.util import find_spec
+from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import bootstrap
+
 NO_ORJSON = False
-
-
-def bootstrap(values, statistic=np.mean, reps=2000, seed=0):
-    values = np.asarray(values, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    stats = [statistic(rng.choice(values, values.size)) for _ in range(reps)]
-    return statistic(values), np.percentile(stats, 2.5), np.percentile(stats, 97.5)
 
 
 def free_port() -> int:
@@ -123,7 +120,7 @@ def throughput(args) -> None:
                     ok, bad = asyncio.run(closed_loop(served.port, body, args.connections, args.seconds))
                     rates.append(ok * batch / args.seconds)
                     errors += bad
-                mean, low, high = bootstrap(rates)
+                mean, low, high = bootstrap(rates, np.mean)
                 print(
                     f"  input of {size:>3} numbers, {batch:>2} per request: {mean:8.0f} "
                     f"[{low:.0f}, {high:.0f}] queries/s ({mean / batch:.0f} requests/s), non-200: {errors}"

@@ -38,8 +38,6 @@ alike; the CPU time leaves that out (one BLAS thread: all the work is this threa
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -50,53 +48,29 @@ from threadpoolctl import threadpool_limits
 import codedcomputing as cc
 from codedcomputing.spline import berrut
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import CLOCKS, add_clock_option, bootstrap, load_module_at
+
 berrut_matrix = berrut.berrut_matrix
 
 SIZES = [50, 100, 500, 1000, 2000, 4000, 8000, 16000]
 
 
-def load_baseline(rev: str):
+def bacc_at(rev: str):
     """``BACC`` as it was at git revision ``rev``: its ``codes/bacc.py``, ``spline/berrut.py`` and
     ``spline/cauchy.py`` as modules of the installed package beside the current ones (each
     importing the others at that revision)."""
-    root = Path(__file__).resolve().parents[2]
-    names = {
-        "spline/cauchy": "_cauchy_baseline",
-        "spline/berrut": "_berrut_baseline",
-        "codes/bacc": "_bacc_baseline",
+    replace = {
+        "from .cauchy import": "from ._cauchy_baseline import",
+        "from ..spline.berrut import": "from ..spline._berrut_baseline import",
     }
-    module = None
-    for path, name in names.items():
-        source = subprocess.run(
-            ["git", "show", f"{rev}:src/codedcomputing/{path}.py"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        source = source.replace("from .cauchy import", f"from .{names['spline/cauchy']} import")
-        source = source.replace(
-            "from ..spline.berrut import", f"from ..spline.{names['spline/berrut']} import"
-        )
-        package = "codedcomputing." + path.split("/")[0]
-        full = f"{package}.{name}"
-        spec = importlib.util.spec_from_loader(full, loader=None)
-        module = importlib.util.module_from_spec(spec)
-        module.__package__ = package
-        sys.modules[full] = module
-        exec(compile(source, f"{rev}:{path}.py", "exec"), module.__dict__)
-    return module.BACC
+    load_module_at(rev, "spline/cauchy", "_cauchy_baseline", replace)
+    load_module_at(rev, "spline/berrut", "_berrut_baseline", replace)
+    return load_module_at(rev, "codes/bacc", "_bacc_baseline", replace).BACC
 
 
 def num_inputs(n: int) -> int:
     return {50: 10, 100: 20, 500: 100}.get(n, n // 10)
-
-
-def bootstrap(stat, values: list[np.ndarray], rng, draws: int = 2000) -> tuple[float, float, float]:
-    """``stat(*values)`` and a 95% percentile-bootstrap interval (each array resampled on its own)."""
-    boot = [stat(*(rng.choice(v, size=v.size, replace=True) for v in values)) for _ in range(draws)]
-    low, high = np.percentile(boot, [2.5, 97.5])
-    return float(stat(*values)), float(low), float(high)
 
 
 def fresh(code):
@@ -195,19 +169,13 @@ def main(argv=None) -> None:
         "--skip", nargs="+", default=[], help="columns not to time (e.g. 'dense dec' 'fmm enc')"
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--clock",
-        choices=["wall", "cpu"],
-        default="wall",
-        help="wall: elapsed time; cpu: this thread's CPU time (time.thread_time), which a machine "
-        "shared with busy processes does not inflate by the time spent waiting for a core",
-    )
+    add_clock_option(parser)
     args = parser.parse_args(argv)
-    clock = time.perf_counter if args.clock == "wall" else time.thread_time
+    clock = CLOCKS[args.clock]
     rng = np.random.default_rng(args.seed)
     sizes = args.sizes or [n for n in SIZES if n <= args.max_n]
     repeats = args.repeats or (11 if args.quick else 31)
-    baseline = load_baseline(args.baseline) if args.baseline else None
+    baseline = bacc_at(args.baseline) if args.baseline else None
     names = ["encode", "decode", "spline", "dense enc", "dense dec"]
     if hasattr(berrut, "BerrutMap"):
         names += ["fmm enc", "fmm dec"]
@@ -227,7 +195,7 @@ def main(argv=None) -> None:
             )
             for n, t in rows.items():
                 both = "decode" in t and "spline" in t
-                ratio = bootstrap(np.median, [t["decode"] / t["spline"]], rng) if both else (np.nan,) * 3
+                ratio = bootstrap(t["decode"] / t["spline"], np.median, rng) if both else (np.nan,) * 3
                 print(
                     f"{n:>6} {num_inputs(n):>5} | "
                     + " ".join(ms(t.get(name)) for name in names)
@@ -242,7 +210,7 @@ def main(argv=None) -> None:
                     parts = []
                     for name in names:
                         if name in rows[small] and name in rows[8 * small]:
-                            r = bootstrap(np.median, [rows[8 * small][name] / rows[small][name]], rng)
+                            r = bootstrap(rows[8 * small][name] / rows[small][name], np.median, rng)
                             parts.append(f"{name} {r[0]:.1f} [{r[1]:.1f}, {r[2]:.1f}]")
                     print(f"  N = {small} -> {8 * small}: " + ", ".join(parts))
             if baseline is not None:
@@ -254,7 +222,7 @@ def main(argv=None) -> None:
                     parts = []
                     for name in ("encode", "decode"):
                         if name in t and f"{name} @" in t:
-                            r = bootstrap(np.median, [t[name] / t[f"{name} @"]], rng)
+                            r = bootstrap(t[name] / t[f"{name} @"], np.median, rng)
                             parts.append(f"{name} {r[0]:.2f} [{r[1]:.2f}, {r[2]:.2f}]")
                     print(f"  N = {n}: " + ", ".join(parts) + f"; {agreement(n, width, rng, baseline):.1e}")
 

@@ -28,18 +28,14 @@ whatever the machine's load.
 One BLAS thread (threadpoolctl). Run:
 ``python benchmarks/perf/bench_master_gcc.py [--quick] [--only decode systematic agreement] [--sizes 50 100]
 [--widths 1 10 1000] [--baseline REV] [--clock cpu]``; ``--clock cpu`` times each call in
-the process's CPU time, which a machine busy with other work inflates less than the wall clock.
+the calling thread's CPU time, which a machine busy with other work inflates less than the wall clock.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import subprocess
 import sys
-import tarfile
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -47,48 +43,8 @@ from threadpoolctl import threadpool_limits
 
 import codedcomputing as cc
 
-
-def load_baseline(rev: str, folder: str):
-    """The package as it was at git revision ``rev``, extracted under ``folder`` and imported as
-    ``_codedcomputing_at_<rev>`` (its imports are relative, so it runs beside the current one)."""
-    root = Path(__file__).resolve().parents[2]
-    archive = Path(folder) / "source.tar"
-    with archive.open("wb") as handle:
-        subprocess.run(["git", "archive", rev, "src/codedcomputing"], cwd=root, check=True, stdout=handle)
-    with tarfile.open(archive) as tar:
-        tar.extractall(folder, filter="data")
-    name = f"_codedcomputing_at_{rev}".replace("-", "_").replace("~", "_").replace("^", "_")
-    (Path(folder) / "src" / "codedcomputing").rename(Path(folder) / "src" / name)
-    sys.path.insert(0, str(Path(folder) / "src"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.pop(0)
-
-
-CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
-clock = CLOCKS["wall"]
-
-
-def interleaved(fns: dict, repeats: int, setup) -> dict[str, np.ndarray]:
-    """Seconds of each callable at every repeat, timed in turn (the order rotated from one
-    repeat to the next); ``setup(r)`` (untimed) runs first and its result goes to every one."""
-    times = {name: [] for name in fns}
-    names = list(fns)
-    for r in range(repeats):
-        arg = setup(r)
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            start = clock()
-            fns[name](arg)
-            times[name].append(clock() - start)
-    return {name: np.array(t) for name, t in times.items()}
-
-
-def bootstrap_median(values: np.ndarray, rng, draws: int = 2000) -> tuple[float, float, float]:
-    """The median of ``values`` and a 95% percentile-bootstrap interval for it."""
-    samples = rng.choice(values, size=(draws, values.size), replace=True)
-    low, high = np.percentile(np.median(samples, axis=1), [2.5, 97.5])
-    return float(np.median(values)), float(low), float(high)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import CLOCKS, add_clock_option, bootstrap, interleaved, load_package_at
 
 
 def fresh(code):
@@ -105,7 +61,9 @@ def sizes_for(n: int) -> int:
     return n // 5 if n <= 500 else n // 10
 
 
-def decode_row(n: int, width: int, pattern: str, repeats: int, rng, baseline=None) -> tuple[dict, float]:
+def decode_row(
+    n: int, width: int, pattern: str, repeats: int, rng, baseline=None, clock=CLOCKS["wall"]
+) -> tuple[dict, float]:
     """Per-code seconds at every repeat, and the largest relative difference between the
     default decoder's estimates and the baseline's (nan without one)."""
     k = sizes_for(n)
@@ -126,7 +84,7 @@ def decode_row(n: int, width: int, pattern: str, repeats: int, rng, baseline=Non
         cases.append((alive, rng.normal(size=(alive.size, width))))
         return cases[-1]
 
-    times = interleaved({name: fresh(code) for name, code in codes.items()}, repeats, setup)
+    times = interleaved({name: fresh(code) for name, code in codes.items()}, repeats, setup, clock)
     difference = float("nan")
     if baseline is not None:  # the same estimates? (after the timing: a decoder is cached here)
         difference = 0.0
@@ -136,7 +94,7 @@ def decode_row(n: int, width: int, pattern: str, repeats: int, rng, baseline=Non
     return times, difference
 
 
-def decode_cost(sizes, widths, repeats, quick, rng, baseline=None):
+def decode_cost(sizes, widths, repeats, quick, rng, baseline=None, clock=CLOCKS["wall"]):
     print("\n1. decode on a new alive set a call (build + apply), float64, one BLAS thread (median ms)")
     then = f" | {'now/then [95% CI]':>20} {'rel. diff':>9}" if baseline is not None else ""
     print(
@@ -150,13 +108,13 @@ def decode_cost(sizes, widths, repeats, quick, rng, baseline=None):
                 continue
             for pattern in ("random", "contiguous"):
                 reps = repeats if n <= 2000 else max(5, repeats // 3)
-                t, difference = decode_row(n, width, pattern, reps, rng, baseline)
-                ratio, low, high = bootstrap_median(t["default"] / t["spline"], rng)
+                t, difference = decode_row(n, width, pattern, reps, rng, baseline, clock)
+                ratio, low, high = bootstrap(t["default"] / t["spline"], np.median, rng)
                 worst[(n, width, pattern)] = ratio
                 bacc = np.median(t["bacc"]) if "bacc" in t else float("nan")
                 vs_bacc = " " * 22
                 if n <= 100:
-                    b_ratio, b_low, b_high = bootstrap_median(t["default"] / t["bacc"], rng)
+                    b_ratio, b_low, b_high = bootstrap(t["default"] / t["bacc"], np.median, rng)
                     vs_bacc = f"{b_ratio:6.2f} [{b_low:5.2f}, {b_high:5.2f}]{'':>6}"
                 line = (
                     f"{n:>6} {sizes_for(n):>5} {width:>5} {pattern:>10} | "
@@ -164,14 +122,14 @@ def decode_cost(sizes, widths, repeats, quick, rng, baseline=None):
                     + f" {bacc * 1e3:8.3f} | {ratio:6.2f} [{low:5.2f}, {high:5.2f}]{'':>8} | {vs_bacc}"
                 )
                 if baseline is not None:
-                    now, n_low, n_high = bootstrap_median(t["default"] / t["then"], rng)
+                    now, n_low, n_high = bootstrap(t["default"] / t["then"], np.median, rng)
                     line += f" | {now:5.2f} [{n_low:5.2f}, {n_high:5.2f}]{'':>2} {difference:9.1e}"
                 print(line, flush=True)
     key = max(worst, key=worst.get)
     print(f"worst default/spline: {worst[key]:.2f} at N = {key[0]}, width {key[1]}, {key[2]} (goal <= 3)")
 
 
-def systematic_cost(widths, repeats, rng):
+def systematic_cost(widths, repeats, rng, clock=CLOCKS["wall"]):
     k, n, missing = 50, 75, 2
     print(f"\n2. systematic: K = {k}, N = {n}, {missing} systematic workers missing (median ms, paired)")
     systematic, plain = cc.GCC(k, n, systematic=True), cc.GCC(k, n)
@@ -185,8 +143,8 @@ def systematic_cost(widths, repeats, rng):
             alive = np.setdiff1d(np.arange(n), gone)
             return alive, rng.normal(size=(alive.size, width))
 
-        t = interleaved({"systematic": fresh(systematic), "plain": fresh(plain)}, repeats, setup)
-        ratio, low, high = bootstrap_median(t["systematic"] / t["plain"], rng)
+        t = interleaved({"systematic": fresh(systematic), "plain": fresh(plain)}, repeats, setup, clock)
+        ratio, low, high = bootstrap(t["systematic"] / t["plain"], np.median, rng)
         print(
             f"{width:>5} | {np.median(t['systematic']) * 1e3:21.3f} {np.median(t['plain']) * 1e3:24.3f} | "
             f"{ratio:.2f} [{low:.2f}, {high:.2f}]",
@@ -239,20 +197,17 @@ def main() -> None:
     parser.add_argument("--widths", type=int, nargs="+", default=[1, 10, 1000], help="decode widths")
     parser.add_argument("--repeats", type=int, help="decode repeats (default 45, 15 with --quick)")
     parser.add_argument("--baseline", metavar="REV", help="also time the default decoder at git revision REV")
-    parser.add_argument(
-        "--clock", choices=CLOCKS, default="wall", help="wall-clock, or this process's CPU time"
-    )
+    add_clock_option(parser)
     args = parser.parse_args()
-    global clock
     clock = CLOCKS[args.clock]
     rng = np.random.default_rng(args.seed)
     repeats = args.repeats or (15 if args.quick else 45)
     with tempfile.TemporaryDirectory() as folder, threadpool_limits(1, user_api="blas"):
-        baseline = load_baseline(args.baseline, folder) if args.baseline else None
+        baseline = load_package_at(args.baseline, folder) if args.baseline else None
         if "decode" in args.only:
-            decode_cost(args.sizes, args.widths, repeats, args.quick, rng, baseline)
+            decode_cost(args.sizes, args.widths, repeats, args.quick, rng, baseline, clock)
         if "systematic" in args.only:
-            systematic_cost([10, 1000], 3 * repeats, rng)
+            systematic_cost([10, 1000], 3 * repeats, rng, clock)
         if "agreement" in args.only and baseline is not None:
             agreement(baseline, rng)
 

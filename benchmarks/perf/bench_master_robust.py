@@ -28,12 +28,8 @@ gives the decoder a bound (the clip is then a plain one).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -41,44 +37,11 @@ from threadpoolctl import threadpool_limits
 
 import codedcomputing as cc
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import CLOCKS, bootstrap, load_module_at, ratio_interval
+
 LOSSES = ("tukey", "huber", "squared")
 BOUND = 100.0
-
-
-def load_baseline(rev: str):
-    """``codedcomputing.codes.robust`` as it was at git revision ``rev``, as a module of the
-    installed package (its relative imports resolve against the current one)."""
-    root = Path(__file__).resolve().parents[2]
-    source = subprocess.run(
-        ["git", "show", f"{rev}:src/codedcomputing/codes/robust.py"],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
-        handle.write(source)
-    name = "codedcomputing.codes._robust_baseline"
-    spec = importlib.util.spec_from_file_location(name, handle.name)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    Path(handle.name).unlink()
-    return module
-
-
-def bootstrap(samples: np.ndarray, rng, resamples: int = 2000) -> tuple[float, float]:
-    """95% bootstrap interval of the median of ``samples``."""
-    draws = rng.choice(samples, size=(resamples, samples.size), replace=True)
-    return tuple(np.percentile(np.median(draws, axis=1), [2.5, 97.5]))
-
-
-def ratio_interval(big: np.ndarray, small: np.ndarray, rng, resamples: int = 2000) -> tuple[float, float]:
-    """95% bootstrap interval of median(big) / median(small), repeats resampled in pairs
-    (the two sizes were timed in the same repeats)."""
-    picks = rng.integers(0, big.size, size=(resamples, big.size))
-    ratios = np.median(big[picks], axis=1) / np.median(small[picks], axis=1)
-    return tuple(np.percentile(ratios, [2.5, 97.5]))
 
 
 def main() -> None:
@@ -94,7 +57,9 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     versions = {"now": cc.RobustGCC}
     if args.baseline:
-        versions[f"at {args.baseline}"] = load_baseline(args.baseline).RobustGCC
+        versions[f"at {args.baseline}"] = load_module_at(
+            args.baseline, "codes/robust", "_robust_baseline"
+        ).RobustGCC
 
     cases = []  # (N, width) with its codes and clean results
     for n in args.sizes:
@@ -108,7 +73,7 @@ def main() -> None:
             X = np.sort(rng.uniform(-3, 3, (K, width)), axis=0)
             Y = np.sin(next(iter(codes.values())).encode(X))
             cases.append({"n": n, "width": width, "q": q, "codes": codes, "Y": Y})
-    clocks = {"wall": time.perf_counter, "cpu": time.thread_time}
+    clocks = CLOCKS
     times = {
         (clock, case["n"], case["width"], key): []
         for clock in clocks
@@ -182,11 +147,10 @@ def report(times: dict, clock: str, versions: dict, args, rng) -> None:
                 cells = []
                 for n in args.sizes:
                     samples = times[(n, width, (version, loss))] * 1e3
-                    low, high = bootstrap(samples, rng)
+                    _, low, high = bootstrap(samples, np.median, rng)
                     cells.append(f"{np.median(samples):7.2f} [{low:6.2f}, {high:6.2f}]")
                 a, b = times[(big, width, (version, loss))], times[(small, width, (version, loss))]
-                low, high = ratio_interval(a, b, rng)
-                ratio = np.median(a) / np.median(b)
+                ratio, low, high = ratio_interval(a, b, rng, statistic=np.median)
                 print(
                     f"{loss:>8} {width:>5} | "
                     + " | ".join(cells)
@@ -200,8 +164,8 @@ def report(times: dict, clock: str, versions: dict, args, rng) -> None:
                 cells = []
                 for n in args.sizes:
                     a, b = times[(n, width, ("now", loss))], times[(n, width, (base, loss))]
-                    low, high = ratio_interval(a, b, rng)
-                    cells.append(f"N = {n}: {np.median(a) / np.median(b):.2f} [{low:.2f}, {high:.2f}]")
+                    ratio, low, high = ratio_interval(a, b, rng, statistic=np.median)
+                    cells.append(f"N = {n}: {ratio:.2f} [{low:.2f}, {high:.2f}]")
                 print(f"{loss:>8} {width:>5} | " + "; ".join(cells))
 
 

@@ -18,15 +18,14 @@ Usage: python benchmarks/perf/bench_ray_parity_shipping.py [--calls 200] [--k 2]
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-
-def bootstrap(values: np.ndarray, stat, rng: np.random.Generator, draws: int = 2000) -> tuple[float, float]:
-    picks = rng.integers(0, values.size, size=(draws, values.size))
-    estimates = np.array([stat(values[p]) for p in picks])
-    return float(np.percentile(estimates, 2.5)), float(np.percentile(estimates, 97.5))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import bootstrap
 
 
 def main() -> None:
@@ -82,8 +81,8 @@ def main() -> None:
         print(f"{name:>10}: median {np.median(t) * 1e3:.2f} ms, mean {t.mean() * 1e3:.2f} ms per task")
     ratio = once / every
     boot = np.random.default_rng(args.seed + 1)
-    lo, hi = bootstrap(ratio, np.median, boot)
-    mlo, mhi = bootstrap(ratio, np.mean, boot)
+    _, lo, hi = bootstrap(ratio, np.median, boot)
+    _, mlo, mhi = bootstrap(ratio, np.mean, boot)
     print(
         f"once / every call, {args.calls} interleaved pairs: median ratio {np.median(ratio):.3f} "
         f"[{lo:.3f}, {hi:.3f}], mean ratio {ratio.mean():.3f} [{mlo:.3f}, {mhi:.3f}] (95% bootstrap)"

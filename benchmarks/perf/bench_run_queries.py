@@ -21,22 +21,19 @@ Usage: python benchmarks/perf/bench_run_queries.py [--calls 200] [--thread-calls
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 
 import codedcomputing as cc
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import bootstrap
+
 RNG = np.random.default_rng(0)
-
-
-def bootstrap(values, statistic=np.median, draws: int = 2000) -> tuple[float, float, float]:
-    """``(statistic, low, high)``: the statistic and its 95% bootstrap interval."""
-    values = np.asarray(values, dtype=np.float64)
-    index = RNG.integers(len(values), size=(draws, len(values)))
-    boots = np.array([statistic(values[i]) for i in index])
-    return float(statistic(values)), *np.quantile(boots, [0.025, 0.975]).tolist()
 
 
 def master_cost(calls: int) -> None:
@@ -72,7 +69,7 @@ def master_cost(calls: int) -> None:
                 start = time.perf_counter()
                 method(X, wait_for=wait_for)
                 times.append(time.perf_counter() - start)
-        ratio, low, high = bootstrap(np.array(queries_s) / np.array(run_s))
+        ratio, low, high = bootstrap(np.array(queries_s) / np.array(run_s), np.median, RNG)
         print(
             f"{name:>22} {k:>4} {n:>5} {wait_for:>5} {np.median(run_s) * 1e3:8.3f} "
             f"{np.median(queries_s) * 1e3:11.3f} {ratio:8.3f} [{low:.3f}, {high:.3f}]"
@@ -131,7 +128,7 @@ def callback_lag(calls: int) -> None:
             ("a bare 5 ms wait's overshoot (ms)", overshoots),
             ("own answer before the call ends (ms)", leads),
         ]:
-            median, low, high = bootstrap(np.array(values) * 1e3)
+            median, low, high = bootstrap(np.array(values) * 1e3, np.median, RNG)
             print(
                 f"{setting:>10} {label:>37}: median {median:7.3f} [{low:.3f}, {high:.3f}] over {len(values)}"
             )

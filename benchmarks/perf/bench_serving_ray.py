@@ -21,14 +21,19 @@ Usage: OMP_NUM_THREADS=1 python benchmarks/perf/bench_serving_ray.py [--seeds 3]
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import ray
 
 import codedcomputing as cc
 from codedcomputing import serving
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import bootstrap
 
 RNG = np.random.default_rng(0)
 WEIGHTS = np.random.default_rng(1).normal(size=(16, 10))
@@ -44,15 +49,8 @@ def f(x):
     return np.tanh(np.asarray(x) @ WEIGHTS)
 
 
-def bootstrap_mean(values, draws: int = 2000) -> tuple[float, float, float]:
-    """``(mean, low, high)``: the mean and its 95% bootstrap interval."""
-    values = np.asarray(values, dtype=np.float64)
-    boots = values[RNG.integers(values.size, size=(draws, values.size))].mean(axis=1)
-    return float(values.mean()), *np.quantile(boots, [0.025, 0.975]).tolist()
-
-
 def fmt(values) -> str:
-    mean, low, high = bootstrap_mean(values)
+    mean, low, high = bootstrap(values, np.mean, RNG)
     return f"{mean:7.2f} [{low:6.2f}, {high:6.2f}]"
 
 

@@ -14,21 +14,19 @@ Usage: OMP_NUM_THREADS=1 python benchmarks/perf/bench_serving_sim.py [--queries 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 import codedcomputing as cc
 from codedcomputing import serving
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import bootstrap
+
 RNG = np.random.default_rng(0)
-
-
-def bootstrap_mean(values, draws: int = 2000) -> tuple[float, float, float]:
-    """``(mean, low, high)``: the mean and its 95% bootstrap interval."""
-    values = np.asarray(values, dtype=np.float64)
-    boots = values[RNG.integers(values.size, size=(draws, values.size))].mean(axis=1)
-    return float(values.mean()), *np.quantile(boots, [0.025, 0.975]).tolist()
 
 
 def schemes(replicas: int, group: int, tau: float, hedge: float, wait: float):
@@ -89,8 +87,8 @@ def main() -> None:
     columns = "".join(f"{name:>21}" for name in ("p50", "p99", "p99.9", "p99.9 / none"))
     print(f"{'scheme':>22}{columns} {'exact':>6} {'util':>5} {'extra':>5}")
     for name, row in rows.items():
-        cells = [bootstrap_mean(row[key]) for key in ("p50", "p99", "p99.9")]
-        cells.append(bootstrap_mean(np.array(row["p99.9"]) / baseline))
+        cells = [bootstrap(row[key], np.mean, RNG) for key in ("p50", "p99", "p99.9")]
+        cells.append(bootstrap(np.array(row["p99.9"]) / baseline, np.mean, RNG))
         text = " ".join(f"{m:7.3f} [{lo:5.2f},{hi:5.2f}]" for m, lo, hi in cells)
         print(
             f"{name:>22} {text} {np.mean(row['exact_fraction']):6.3f} {np.mean(row['utilisation']):5.2f} "

@@ -27,7 +27,9 @@ Usage: OMP_NUM_THREADS=1 python benchmarks/perf/bench_serving_threads.py [--seed
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -35,18 +37,14 @@ import torch
 import codedcomputing as cc
 from codedcomputing import serving
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import bootstrap
+
 RNG = np.random.default_rng(0)
 
 
-def bootstrap_mean(values, draws: int = 2000) -> tuple[float, float, float]:
-    """``(mean, low, high)``: the mean and its 95% bootstrap interval."""
-    values = np.asarray(values, dtype=np.float64)
-    boots = values[RNG.integers(values.size, size=(draws, values.size))].mean(axis=1)
-    return float(values.mean()), *np.quantile(boots, [0.025, 0.975]).tolist()
-
-
 def fmt(values) -> str:
-    mean, low, high = bootstrap_mean(values)
+    mean, low, high = bootstrap(values, np.mean, RNG)
     return f"{mean:6.2f} [{low:5.2f}, {high:5.2f}]"
 
 
@@ -164,7 +162,7 @@ def master_work(args) -> None:
         return f"{form.format(np.median(v))} [{form.format(v.min())}, {form.format(v.max())}]"
 
     def ratio(rows, a, b):
-        mean, low, high = bootstrap_mean(np.array(rows[a]) / np.array(rows[b]))
+        mean, low, high = bootstrap(np.array(rows[a]) / np.array(rows[b]), np.mean, RNG)
         return f"{mean:.2f} [{low:.2f}, {high:.2f}]"
 
     print(

@@ -14,11 +14,16 @@ over repeats. Ratios, not absolute times, are the figure to compare across machi
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from codedcomputing import _arraylib, utils
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import bootstrap
 
 
 def per_call(function, matrix, x, calls: int) -> float:
@@ -26,11 +31,6 @@ def per_call(function, matrix, x, calls: int) -> float:
     for _ in range(calls):
         function(matrix, x)
     return (time.perf_counter() - start) / calls
-
-
-def bootstrap_median(values: np.ndarray, rng: np.random.Generator, draws: int = 2000) -> tuple[float, float]:
-    medians = np.median(rng.choice(values, size=(draws, values.size)), axis=1)
-    return float(np.quantile(medians, 0.025)), float(np.quantile(medians, 0.975))
 
 
 def main() -> None:
@@ -64,7 +64,7 @@ def main() -> None:
                     unchecked[r] = per_call(_arraylib.apply_matrix, matrix, x, args.calls)
                     checked[r] = per_call(utils.apply_matrix, matrix, x, args.calls)
             ratio = checked / unchecked
-            low, high = bootstrap_median(ratio, rng)
+            _, low, high = bootstrap(ratio, np.median, rng)
             print(
                 f"{kind:>6} {d:>5} {1e6 * np.median(checked):>11.1f} {1e6 * np.median(unchecked):>13.1f}"
                 f"  {np.median(ratio):.2f} [{low:.2f}, {high:.2f}]"

@@ -19,28 +19,18 @@ Run: ``python benchmarks/studies/bench_decoders.py [--trials 200] [--models lene
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 import codedcomputing as cc
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import random_mlp, ratio_interval
+
 STRAGGLERS = (0, 5, 10, 15, 20, 25, 30, 35)
-
-
-def ratio_interval(bacc: np.ndarray, other: np.ndarray, rng: np.random.Generator, draws: int = 4000):
-    """mean(bacc) / mean(other) and its 95% paired bootstrap interval over trials."""
-    index = rng.integers(0, bacc.size, size=(draws, bacc.size))
-    with np.errstate(divide="ignore", invalid="ignore"):  # an exact scheme has mean 0
-        ratios = bacc[index].mean(axis=1) / other[index].mean(axis=1)
-        return bacc.mean() / other.mean(), *np.quantile(ratios, [0.025, 0.975])
-
-
-def random_mlp(rng: np.random.Generator, d_in=64, hidden=128, d_out=10):
-    w1 = rng.normal(size=(d_in, hidden)) / np.sqrt(d_in)
-    w2 = rng.normal(size=(hidden, d_out)) / np.sqrt(hidden)
-    b1 = rng.normal(size=hidden) * 0.1
-    return lambda x: np.tanh(x @ w1 + b1) @ w2
 
 
 def schemes(num_inputs: int, num_workers: int) -> dict[str, cc.Code]:
@@ -104,7 +94,7 @@ def main() -> None:
             boot = np.random.default_rng(args.seed + 1)
             line = f"{s:>3} {errors['bacc'].mean():10.4g}"
             for name in names:
-                ratio, low, high = ratio_interval(errors["bacc"], errors[name], boot)
+                ratio, low, high = ratio_interval(errors["bacc"], errors[name], boot, draws=4000)
                 win = np.mean(errors[name] < errors["bacc"]) * 100
                 exact = not np.isfinite(ratio) or ratio > 1e6  # the scheme's error is at rounding level
                 shown = "exact" if exact else f"{ratio:.2f} [{low:.2f}, {high:.2f}]"

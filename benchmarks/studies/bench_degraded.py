@@ -59,21 +59,22 @@ Intervals: 95% paired bootstrap over trials (the same resampled trials for every
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 import codedcomputing as cc
 from codedcomputing.codes.input_space import AMPLITUDE, LENGTH, kernel_estimates
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import say
+
 LEVELS = (1.1, 1.25, 1.5, 2.0)
 MISSING_SHARE = 0.05
 PARITY_STRAGGLE = 0.05
-
-
-def say(*parts) -> None:
-    print(*parts, flush=True)
 
 
 def between_points(sorted_alpha: np.ndarray, parities: int) -> np.ndarray:
@@ -285,7 +286,7 @@ def trial(f, X, N, rng, params) -> dict:
     return correct
 
 
-def bootstrap(correct: dict, m: int, K: int, draws: int, rng) -> list[tuple]:
+def accuracy_rows(correct: dict, m: int, K: int, draws: int, rng) -> list[tuple]:
     """Per design: degraded accuracy with a 95% interval, overall accuracy, and the paired
     difference to the baseline with its interval (the same resampled trials for all)."""
     trials = len(correct[BASELINE])
@@ -393,7 +394,7 @@ def main() -> None:
                 for design, count in trial(f, X, N, rng, params).items():
                     correct[design].append(count)
             seconds = time.perf_counter() - start
-            for row in bootstrap(correct, m, K, args.bootstrap, np.random.default_rng([seed, K, N, 99])):
+            for row in accuracy_rows(correct, m, K, args.bootstrap, np.random.default_rng([seed, K, N, 99])):
                 design, acc, lo, hi, overall, diff, dlo, dhi = row
                 if args.designs and design not in args.designs:
                     continue

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -24,14 +26,16 @@ from codedcomputing import datasets, models
 from codedcomputing.experiments import demo
 from codedcomputing.models import parity
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import bootstrap
+
 RNG = np.random.default_rng(0)
 
 
-def interval(values, draws: int = 2000) -> str:
-    values = np.asarray(values, dtype=np.float64)
-    boots = values[RNG.integers(values.size, size=(draws, values.size))].mean(axis=1)
-    low, high = np.quantile(boots, [0.025, 0.975])
-    return f"{values.mean():7.2f} [{low:.2f}, {high:.2f}]"
+def interval(values) -> str:
+    """The mean of ``values`` and its 95% bootstrap interval, as text."""
+    mean, low, high = bootstrap(values, np.mean, RNG)
+    return f"{mean:7.2f} [{low:.2f}, {high:.2f}]"
 
 
 def main() -> None:

@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import sys
+from pathlib import Path
 
 import numpy as np
 
 import codedcomputing as cc
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import random_mlp
 
 GRID = (0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-4)
 SETTINGS = [  # (num_inputs, num_workers, num_stragglers, pattern)
@@ -26,13 +31,6 @@ SETTINGS = [  # (num_inputs, num_workers, num_stragglers, pattern)
     (20, 100, 30, "random"),
     (20, 100, 10, "contiguous"),
 ]
-
-
-def random_mlp(rng: np.random.Generator, d_in=64, hidden=128, d_out=10):
-    w1 = rng.normal(size=(d_in, hidden)) / np.sqrt(d_in)
-    w2 = rng.normal(size=(hidden, d_out)) / np.sqrt(hidden)
-    b1 = rng.normal(size=hidden) * 0.1
-    return lambda x: np.tanh(x @ w1 + b1) @ w2
 
 
 def main() -> None:

@@ -20,7 +20,9 @@ trials (resampled in pairs), so an interval that excludes 1 is a paired differen
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -28,12 +30,11 @@ import codedcomputing as cc
 from codedcomputing import layout
 from codedcomputing.codes.manifold import DESIGNS
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import say
+
 FRACTIONS = (0.0, 0.2, 0.4, 0.6)
 PATTERNS = ("random", "contiguous")
-
-
-def say(*parts) -> None:
-    print(*parts, flush=True)
 
 
 def manifold_task(dim: int, seed: int = 7):

@@ -26,16 +26,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from codedcomputing import datasets, models
 from codedcomputing.models import parity
 
-
-def say(*parts) -> None:
-    print(*parts, flush=True)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import say
 
 
 def bootstrap_mean(per_group: np.ndarray, resamples: np.ndarray) -> tuple[float, float, float]:

@@ -20,11 +20,16 @@ Run: ``python benchmarks/studies/bench_points.py [--trials 200] [--models vit]``
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 import numpy as np
 
 import codedcomputing as cc
 from codedcomputing.points import chebyshev_first, chebyshev_second, equispaced
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import ratio_interval
 
 K, N = 10, 50
 STRAGGLERS = (0, 5, 10, 15, 20, 25, 30, 35)
@@ -34,14 +39,6 @@ DESIGNS = {
     "c2/c2": (chebyshev_second, chebyshev_second),
     "eq/eq": (equispaced, equispaced),
 }
-
-
-def ratio_interval(bacc: np.ndarray, gcc: np.ndarray, rng: np.random.Generator, draws: int = 2000):
-    """mean(bacc) / mean(gcc) and its 95% paired bootstrap interval over trials."""
-    idx = rng.integers(0, bacc.size, size=(draws, bacc.size))
-    with np.errstate(divide="ignore", invalid="ignore"):  # an exact GCC has mean 0
-        ratios = bacc[idx].mean(axis=1) / gcc[idx].mean(axis=1)
-        return bacc.mean() / gcc.mean(), *np.quantile(ratios, [0.025, 0.975])
 
 
 def main() -> None:

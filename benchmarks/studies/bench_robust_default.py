@@ -32,11 +32,16 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 
 import codedcomputing as cc
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import random_mlp, ratio_interval
 
 K = 9
 ATTACKS = ("random", "concentrated", "greedy", "sign-flip", "garbage", "end")
@@ -48,13 +53,6 @@ class TukeyBefore(cc.RobustGCC):
 
     _trims = False
     _blends = False
-
-
-def random_mlp(rng: np.random.Generator, d_in=64, hidden=128, d_out=10):
-    w1 = rng.normal(size=(d_in, hidden)) / np.sqrt(d_in)
-    w2 = rng.normal(size=(hidden, d_out)) / np.sqrt(hidden)
-    b1 = rng.normal(size=hidden) * 0.1
-    return lambda x: np.tanh(x @ w1 + b1) @ w2
 
 
 def functions(names, seed):
@@ -82,14 +80,6 @@ def attack_of(name: str, q: int, bound: float) -> cc.adversaries.Attack:
     if name == "end":
         return cc.adversaries.Concentrated(q, bound, at=1.0)
     return cc.adversaries.make_attack(name, q, bound)
-
-
-def ratio_interval(base: np.ndarray, other: np.ndarray, rng: np.random.Generator, draws: int = 2000):
-    """mean(other) / mean(base) and its 95% paired bootstrap interval over trials."""
-    index = rng.integers(0, base.size, size=(draws, base.size))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = other[index].mean(axis=1) / base[index].mean(axis=1)
-        return other.mean() / base.mean(), *np.quantile(ratios, [0.025, 0.975])
 
 
 def main() -> None:
@@ -139,7 +129,7 @@ def main() -> None:
                     base = np.asarray(errors[attack]["gcc"])
                     cells = []
                     for scheme in schemes:
-                        ratio, low, high = ratio_interval(base, np.asarray(errors[attack][scheme]), boot)
+                        ratio, low, high = ratio_interval(np.asarray(errors[attack][scheme]), base, boot)
                         cells.append(f"{scheme} {ratio:.3g} [{low:.3g}, {high:.3g}]")
                         if scheme == "default":
                             goal, sure = ratio <= 0.1, high <= 0.1

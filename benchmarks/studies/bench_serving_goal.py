@@ -41,7 +41,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -50,16 +52,12 @@ from codedcomputing import serving
 from codedcomputing.serving.schemes import HEDGE, PARITY, Coded
 from codedcomputing.serving.server import _QUEUED, _RUNNING
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import bootstrap
+
 RNG = np.random.default_rng(0)
 REPLICAS, LOAD = 15, 0.5
 TUNING_SEED = 99
-
-
-def bootstrap_mean(values, draws: int = 2000) -> tuple[float, float, float]:
-    """``(mean, low, high)``: the mean and its 95% bootstrap interval."""
-    values = np.asarray(values, dtype=np.float64)
-    boots = values[RNG.integers(values.size, size=(draws, values.size))].mean(axis=1)
-    return float(values.mean()), *np.quantile(boots, [0.025, 0.975]).tolist()
 
 
 class ArrivalDeadline(Coded):
@@ -325,16 +323,16 @@ def main() -> None:
         f"{'gap (points)':>21s}"
     )
     for name, row in rows.items():
-        p = bootstrap_mean(row["p99.9"])
-        ratio = bootstrap_mean(np.array(row["p99.9"]) / reference)
-        gap = bootstrap_mean(np.array(row["gap"]) * 100)
+        p = bootstrap(row["p99.9"], np.mean, RNG)
+        ratio = bootstrap(np.array(row["p99.9"]) / reference, np.mean, RNG)
+        gap = bootstrap(np.array(row["gap"]) * 100, np.mean, RNG)
         print(
             f"{name:>56s} {p[0]:6.3f} [{p[1]:5.2f}, {p[2]:5.2f}] "
             f"{ratio[0]:6.3f} [{ratio[1]:5.2f}, {ratio[2]:5.2f}] {np.mean(row['decoded']):8.3f} "
             f"{np.mean(row['accuracy']):9.4f} {gap[0]:6.2f} [{gap[1]:5.2f}, {gap[2]:5.2f}]"
         )
     for balancer, values in floors.items():
-        m, lo, hi = bootstrap_mean(values)
+        m, lo, hi = bootstrap(values, np.mean, RNG)
         print(
             f"\n3. floor, no straggler at all, no redundancy, {balancer}: p99.9 {m:.3f} [{lo:.2f}, {hi:.2f}]",
             end="",

@@ -27,21 +27,22 @@ resampled trials for every scheme); ``diff`` is the scheme's value minus
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 import codedcomputing as cc
 from codedcomputing import datasets, models
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import say
+
 REFERENCE = "gcc-between"
 REGIMES = ("missing", "random")
 MISSING_SHARE = 0.05
 STRAGGLE = 0.1
-
-
-def say(*parts) -> None:
-    print(*parts, flush=True)
 
 
 def schemes(k: int, n: int) -> dict[str, cc.Code]:
