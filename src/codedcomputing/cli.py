@@ -495,14 +495,15 @@ def train_model(
     )
 
 
-def _check_out(out: Path) -> None:
-    """A ``--out`` that cannot be written fails before any work, in one line naming it."""
+def _check_out(out: Path, option: str = "--out") -> None:
+    """A folder ``option`` (``--out``, ``--docs``) that cannot be written fails before any work,
+    in one line naming it."""
     from .experiments.records import output_dir
 
     try:
         output_dir(out)
     except ValueError as err:
-        raise typer.BadParameter(str(err), param_hint="--out") from None
+        raise typer.BadParameter(str(err), param_hint=option) from None
 
 
 def _experiment_help(width: int | None = None) -> str:
@@ -572,11 +573,18 @@ def reproduce_command(
     ),
     force: bool = typer.Option(False, "--force", help="Rerun experiments already done in --out."),
     seed: int = typer.Option(0, min=0, help="Seed for everything random in the experiments."),
+    docs: Path = typer.Option(
+        None,
+        "--docs",
+        help="Also write Sphinx pages here (index.rst, a page per experiment, its figures), "
+        "e.g. docs/results.",
+        show_default=False,
+    ),
 ) -> None:
     """Run every experiment (or --only some), check each paper's claims against the CSVs they
-    wrote, and write report.md and report.html (figures embedded) in --out. Finished
-    experiments with the same configuration are reused unless --force; a failing one is
-    reported and the others go on."""
+    wrote, and write report.md and report.html (figures embedded) in --out, and with --docs
+    the same as Sphinx pages. Finished experiments with the same configuration are reused
+    unless --force; a failing one is reported and the others go on."""
     from .reproduce import reproduce
     from .reproduce.run import experiment_names
 
@@ -586,9 +594,11 @@ def reproduce_command(
         typer.echo(f"coded reproduce: {err}", err=True)
         raise typer.Exit(2) from None
     _check_out(out)
+    if docs is not None:
+        _check_out(docs, "--docs")
     out_console = console()
     try:
-        done = reproduce(out, quick=quick, only=only, force=force, seed=seed, console=out_console)
+        done = reproduce(out, quick=quick, only=only, force=force, seed=seed, console=out_console, docs=docs)
     except ValueError as err:  # --only naming no experiment: a usage error, in one line
         typer.echo(f"coded reproduce: {err}", err=True)
         raise typer.Exit(2) from None
@@ -599,6 +609,12 @@ def reproduce_command(
         f"wrote {done.markdown} and {done.html} ({done.seconds:.0f} s)",
         soft_wrap=True,  # one line, in a log too: a path cut in two cannot be copied
     )
+    if done.pages:
+        pages = [page for page in done.pages if page.suffix == ".rst"]
+        out_console.print(
+            f"reproduce: wrote {len(pages)} page(s) in {docs}: {', '.join(p.name for p in pages)}",
+            soft_wrap=True,
+        )
     failed = [part.name for part in done.parts if part.status == "failed"]
     if failed:
         out_console.print(f"reproduce: failed: {', '.join(failed)} (see the report)", soft_wrap=True)

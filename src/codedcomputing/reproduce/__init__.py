@@ -2,8 +2,9 @@
 experiments, check each paper's claims against the rows they wrote, and write a report.
 
 :func:`reproduce` runs (or reuses) the experiments and writes ``report.md`` and
-``report.html``; :mod:`.claims` holds the papers and their claims, each read from an
-experiment's rows; :mod:`.report` renders the report.
+``report.html``, and with ``docs`` the same as Sphinx pages (the repository's
+``docs/results``); :mod:`.claims` holds the papers and their claims, each read from an
+experiment's rows; :mod:`.report` renders the report; :mod:`.pages` writes the pages.
 """
 
 from __future__ import annotations

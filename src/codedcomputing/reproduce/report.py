@@ -1,8 +1,11 @@
-"""A report as a list of blocks, written as Markdown (figures linked beside it) and as one
-self-contained HTML file (figures embedded as base64 PNG, no external style or script).
+"""A report as a list of blocks, written as Markdown (figures linked beside it), as one
+self-contained HTML file (figures embedded as base64 PNG, no external style or script) and as
+reStructuredText for Sphinx (figures linked beside it).
 
-The blocks are built once (:class:`Document`) and rendered twice, so the two files say the
-same thing; text is escaped for each format (``|`` in Markdown tables, ``<&>`` in HTML).
+The blocks are built once (:class:`Document`) and rendered per format, so the files say the
+same thing; text is escaped for each format (``|`` in Markdown tables, ``<&>`` in HTML, inline
+markup and list-like starts in reStructuredText). A span in single backticks is code: kept as
+it is in Markdown and HTML, an inline literal in reStructuredText.
 """
 
 from __future__ import annotations
@@ -10,10 +13,11 @@ from __future__ import annotations
 import base64
 import html
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Document", "to_html", "to_markdown"]
+__all__ = ["Document", "to_html", "to_markdown", "to_rst"]
 
 
 @dataclass
@@ -131,3 +135,88 @@ def to_html(document: Document) -> str:
             parts.append(f"<pre>{esc(block[1])}</pre>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+# Section underlines of reStructuredText, by level: the title, then the Document's levels 1, 2, 3, ...
+_RST_UNDERLINE = "=-~^\"'"
+# What may stand right before an inline literal's opening backticks, and right after its closing ones.
+_RST_BEFORE = set(" -:/'\"<([{")
+_RST_AFTER = set(" -.,:;!?/'\")]}>")
+# A text that would start a list, an enumeration, a field, a doctest, a comment or a quote.
+_RST_BLOCK_START = re.compile(r"[-*+#|>.:(\[\\]|\w+[.)](\s|$)")
+
+
+def _rst_escape(text: str) -> str:
+    """``text`` with reStructuredText's inline markup characters escaped."""
+    return re.sub(r"([\\*`|_])", r"\\\1", text).replace("::", ":\\:")
+
+
+def _rst_text(text: str) -> str:
+    """One line of reStructuredText showing ``text`` as written, its single-backtick spans
+    as inline literals; safe to open a paragraph, a list item or a table cell."""
+    text = " ".join(text.split("\n"))
+    pieces = re.split(r"`([^`]+)`", text)  # odd pieces: the spans in backticks
+    out = []
+    for i, piece in enumerate(pieces):
+        if i % 2 == 0:
+            out.append(_rst_escape(piece))
+        elif piece != piece.strip():  # an inline literal cannot start or end with a space
+            out.append(_rst_escape(f"`{piece}`"))
+        else:
+            before = pieces[i - 1][-1:] or ("`" if i > 1 else " ")  # "`": right after another span
+            after = pieces[i + 1][:1] or ("`" if i + 2 < len(pieces) else " ")
+            out.append(
+                ("" if before in _RST_BEFORE else "\\ ")
+                + f"``{piece}``"
+                + ("" if after in _RST_AFTER else "\\ ")
+            )
+    line = "".join(out).strip()
+    if pieces[0].strip() and _RST_BLOCK_START.match(line) and not line.startswith("\\"):
+        line = "\\" + line  # an escaped first character opens a plain paragraph
+    return line
+
+
+def to_rst(document: Document, base: Path) -> str:
+    """``document`` as a reStructuredText page for Sphinx; figures are linked relative to
+    ``base`` (the page's folder), tables are list-tables, code is a literal block."""
+    title = _rst_text(document.title)
+    lines = [title, _RST_UNDERLINE[0] * len(title), ""]
+    for block in document.blocks:
+        kind = block[0]
+        if kind == "heading":
+            text = _rst_text(block[2])
+            mark = _RST_UNDERLINE[min(block[1], len(_RST_UNDERLINE) - 1)]
+            lines += [text, mark * len(text), ""]
+        elif kind == "paragraph":
+            text = _rst_text(block[1])
+            lines += [text, ""] if text else []
+        elif kind == "list":
+            lines += [f"- {_rst_text(item)}".rstrip() for item in block[1]] + [""]
+        elif kind == "table":
+            columns, rows = block[1], block[2]
+            if not columns:
+                continue
+            header = 1 if any(column.strip() for column in columns) else 0  # else rows alone
+            shown = [columns, *rows][1 - header :]
+            if not shown:
+                continue
+            lines += [".. list-table::", f"   :header-rows: {header}", ""]
+            for row in shown:
+                cells = [_rst_text(value) for value in row]
+                lines += [f"   * - {cells[0]}".rstrip()] + [f"     - {cell}".rstrip() for cell in cells[1:]]
+            lines.append("")
+        elif kind == "figure":
+            path, caption = block[1], block[2]
+            link = Path(os.path.relpath(path, base)).as_posix()
+            lines.append(f".. figure:: {link}")
+            if caption.strip():  # the alt text is read as it is; the caption is a paragraph
+                lines += [f"   :alt: {' '.join(caption.split())}", "", f"   {_rst_text(caption)}"]
+            lines.append("")
+        elif kind == "code":
+            text = block[1].rstrip("\n")
+            if text.strip():
+                lines += [".. code-block:: text", ""]
+                lines += [f"   {line}".rstrip() for line in text.splitlines()] + [""]
+            else:
+                lines += ["(empty)", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -1,16 +1,16 @@
 """``coded reproduce``: run every experiment, check each paper's claims against the rows, and
-write ``report.md`` and ``report.html``.
+write ``report.md`` and ``report.html`` (and, with ``docs``, Sphinx pages: :mod:`.pages`).
 
 Each experiment is run by the experiment driver (its CSV, derived tables and figures go to
 the output folder, as ``coded experiment`` writes them), then its CSV is read back and its
 claims (:mod:`.claims`) are computed from what the file holds. Beside each CSV a manifest,
 ``NAME.run.json``, records the configuration, the seed, the library's version, the files
-written (with each one's sha256, and a CSV's number of rows) and the seconds taken; it is
-written only once the experiment has finished, so an experiment whose manifest matches the
-configuration asked for, and whose files are still the ones it wrote, is not run again
-(unless ``force``), and a run that stopped half-way is redone. A manifest that cannot be
-read, or a file that changed since it was written, is named in one line and its experiment
-runs again. An experiment that raises is reported (its error and the end of its traceback)
+written (with each one's sha256, and a CSV's number of rows), the seconds taken and when it
+finished; it is written only once the experiment has finished, so an experiment whose
+manifest matches the configuration asked for, and whose files are still the ones it wrote,
+is not run again (unless ``force``), and a run that stopped half-way is redone. A manifest
+that cannot be read, or a file that changed since it was written, is named in one line and
+its experiment runs again. An experiment that raises is reported (its error and the end of its traceback)
 and the others go on; its claims are in the report as not measured.
 """
 
@@ -24,6 +24,7 @@ import json
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 import traceback
@@ -35,8 +36,9 @@ from .. import models
 from .._progress import progress as show_progress
 from .._version import __version__
 from ..experiments import EXPERIMENTS, run_experiment
-from ..experiments.records import figure_text, output_dir, read_csv, read_table
+from ..experiments.records import output_dir, read_csv, read_table
 from .claims import PAPERS, Claim, claims_of
+from .pages import figure_caption, write_pages
 from .report import Document, to_html, to_markdown
 
 __all__ = ["EXPECTED_S", "Part", "Reproduction", "experiment_names", "reproduce"]
@@ -72,28 +74,6 @@ TRAIN_S = {"lenet5": 35, "vit": 210}
 # ``parity_models_used(config)`` function.
 PARITY_TRAIN_S = {("lenet5", 2): 170, ("lenet5", 4): 320, ("vit", 2): 670, ("vit", 4): 715}
 
-# What each figure shows, by file name; the band is read from the figure itself
-# (the caption the experiment wrote into it: :func:`~codedcomputing.experiments.records.figure_text`).
-SHOWS = {
-    "stragglers": "Fig. 2: MSE and relative accuracy against the number of stragglers S, LeNet-5 and the ViT",
-    "polynomial": "Fig. 3: MSE of GCC, BACC and LCC against S on a random quadratic, around LCC's threshold",
-    "rates": "Fig. 4: MSE against N (log-log) with fitted slopes and the theory's rates, dashed",
-    "latency_cdf": "end-to-end latency CDFs per backend and delay model, one line per scheme and S",
-    "latency_percentiles": "p50 / p95 / p99 latency per scheme on each backend (log axis)",
-    "manifold_mse": "MSE against S for ManifoldGCC, GCC and BACC, a panel per task, K and pattern",
-    "manifold_accuracy": "relative accuracy against S on the MNIST networks",
-    "adversarial": "robust GCC (Tukey) MSE against N for each attack and a, with (6/5)(a - 1) dashed",
-    "adversarial_schemes": "every decoder's MSE against N at a = 0.5, for each attack",
-    "gradient-coding": "training loss against wall-clock and steps; time to target per scheme, s, "
-    "delay, persistent slowness and backend",
-    "frontier": "per-query p99.9 latency against accuracy at equal resources, a panel per straggler "
-    "regime and resource level, each scheme over its knob",
-    "serving": "p99.9, p50 and accuracy of served queries against offered load, every scheme on the same "
-    "replicas, a row of panels per straggler regime (simulated clock)",
-    "serving_backends": "p50 and p99 on live replicas (threads, Ray) against the simulated clock on the "
-    "same draws, per scheme and load",
-}
-
 
 @dataclass
 class Part:
@@ -107,16 +87,19 @@ class Part:
     error: str = ""
     environment: dict = field(default_factory=dict)  # what it ran with (a reused part: then)
     rerun_because: str = ""  # why its earlier run in the folder was not reused ("": none, or forced)
+    finished: str = ""  # when it finished, "YYYY-MM-DD HH:MM UTC" ("": it failed)
 
 
 @dataclass
 class Reproduction:
-    """What :func:`reproduce` did: its parts in order, the report's paths, the total seconds."""
+    """What :func:`reproduce` did: its parts in order, the report's paths, the total seconds,
+    and the Sphinx pages it wrote (none without ``docs``)."""
 
     parts: list[Part]
     markdown: Path
     html: Path
     seconds: float
+    pages: list[Path] = field(default_factory=list)
 
     @property
     def claims(self) -> list[Claim]:
@@ -280,6 +263,17 @@ def _reusable(out_dir: Path, name: str, fingerprint: dict) -> tuple[dict | None,
     return manifest, ""
 
 
+def _stamp(when: datetime.datetime) -> str:
+    return when.astimezone(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _finished(manifest: dict, path: Path) -> str:
+    """When the run a manifest records finished: its ``finished``, else when it was written."""
+    if isinstance(manifest.get("finished"), str):
+        return manifest["finished"]
+    return _stamp(datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.timezone.utc))
+
+
 def _duration(seconds: float) -> str:
     seconds = round(seconds)
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
@@ -294,15 +288,26 @@ def reproduce(
     seed: int = 0,
     progress: bool = True,
     console=None,
+    docs=None,
 ) -> Reproduction:
     """Run the experiments (all, or ``only``: names or a comma-separated string) into
     ``out_dir``, reusing finished ones with the same configuration unless ``force``; check
     the papers' claims against their CSVs and write ``out_dir/report.md`` and
-    ``out_dir/report.html``. A failing experiment is reported and does not stop the others."""
+    ``out_dir/report.html``. A failing experiment is reported and does not stop the others.
+
+    With ``docs`` (a folder, such as the repository's ``docs/results``), also write Sphinx
+    pages there from the same parts: a page per experiment and an index of every experiment
+    page in the folder (:func:`~codedcomputing.reproduce.pages.write_pages`). Both folders
+    are checked before any work."""
     from rich.console import Console
 
     names = experiment_names(only)
     out_dir = output_dir(out_dir)
+    if docs is not None:
+        try:
+            docs = output_dir(docs)
+        except ValueError as err:
+            raise ValueError(f"docs: {err}") from None
     console = console or Console(stderr=True)
     started = time.perf_counter()
     plans = {name: _fingerprint(name, quick, seed) for name in names}
@@ -347,7 +352,8 @@ def reproduce(
     page = out_dir / "report.html"
     markdown.write_text(to_markdown(document, out_dir), encoding="utf-8")
     page.write_text(to_html(document), encoding="utf-8")
-    return Reproduction(parts, markdown, page, seconds)
+    pages = write_pages(parts, out_dir, docs, quick=quick, seed=seed) if docs is not None else []
+    return Reproduction(parts, markdown, page, seconds, pages)
 
 
 def _one(name, out_dir, fingerprint, manifest, quick, seed, progress, console) -> Part:
@@ -358,6 +364,7 @@ def _one(name, out_dir, fingerprint, manifest, quick, seed, progress, console) -
     if manifest is not None:
         status, files, seconds = "reused", manifest["files"], float(manifest["seconds"])
         ran_with = dict(manifest.get("environment", {}))
+        finished = _finished(manifest, _manifest(out_dir, name))
     else:
         path = _manifest(out_dir, name)
         try:
@@ -381,11 +388,13 @@ def _one(name, out_dir, fingerprint, manifest, quick, seed, progress, console) -
         seconds = time.perf_counter() - start
         files = [Path(p).name for p in paths]
         ran_with = dict(environment(seed, quick))
+        finished = _stamp(datetime.datetime.now(datetime.timezone.utc))
         record = {
             "fingerprint": fingerprint,
             "files": files,
             "checksums": {file: _checksum(out_dir / file) for file in files},
             "seconds": seconds,
+            "finished": finished,
             "environment": ran_with,
         }
         written = path.with_name(path.name + ".partial")  # then renamed: never a manifest cut short
@@ -397,7 +406,9 @@ def _one(name, out_dir, fingerprint, manifest, quick, seed, progress, console) -
     except (OSError, ValueError) as err:  # a claim that cannot be read is a failure of this part only
         why = f"reading {name}.csv: {type(err).__name__}: {err}"
         return _failed(name, config, seconds, why, why, files)
-    return Part(name, status, seconds, files, claims_of(name, rows, config), environment=ran_with)
+    return Part(
+        name, status, seconds, files, claims_of(name, rows, config), environment=ran_with, finished=finished
+    )
 
 
 def _failed(name, config, seconds, error, why, files=()) -> Part:
@@ -406,10 +417,39 @@ def _failed(name, config, seconds, error, why, files=()) -> Part:
     return Part(name, "failed", seconds, list(files), claims, error=error)
 
 
+def source_commit() -> str:
+    """The git commit of the checkout whose ``src/`` this package is imported from, marked
+    when ``src/`` differs from it; "" when the package is not imported from a git checkout."""
+    package = Path(__file__).resolve().parents[1]
+    root = package.parents[1]
+    if package.parent.name != "src" or not (root / ".git").exists():
+        return ""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        changed = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--", "src"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):  # no git, or one that hangs
+        return ""
+    if head.returncode != 0 or not head.stdout.strip():
+        return ""
+    edited = changed.returncode != 0 or bool(changed.stdout.strip())
+    return head.stdout.strip() + (" with uncommitted changes to src/" if edited else "")
+
+
 def environment(seed: int, quick: bool) -> list[tuple[str, str]]:
-    """The machine and the packages a reproduction ran with."""
+    """The machine and the packages a reproduction ran with, and the commit of the source."""
     rows = [
         ("codedcomputing", __version__),
+        ("commit", source_commit() or "unknown (not run from a git checkout)"),
         ("python", sys.version.split()[0]),
         ("platform", platform.platform()),
         ("CPUs", f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()}"),
@@ -476,15 +516,13 @@ def build_report(parts: list[Part], out_dir: Path, *, quick: bool, seed: int, se
         for file in figures:
             path = out_dir / file
             try:
-                text = figure_text(path)
+                caption = figure_caption(path)
             except Exception as err:  # PIL raises several kinds on a damaged PNG
                 doc.paragraph(
                     f"{file} is not shown: it cannot be read as a PNG ({type(err).__name__}: {err})."
                 )
                 continue
-            shows = SHOWS.get(path.stem) or text["Title"] or path.stem
-            band = text["Description"]
-            doc.figure(path, f"{shows}." + (f" {band[0].upper()}{band[1:]}." if band else ""))
+            doc.figure(path, caption)
     doc.heading(1, "Experiments")
     doc.table(
         ("experiment", "status", "time", "files"),
@@ -505,7 +543,11 @@ def build_report(parts: list[Part], out_dir: Path, *, quick: bool, seed: int, se
         if part.status != "reused":
             continue
         then = part.environment
-        diffs = [f"{key} {then.get(key, 'unknown')}" for key, value in now if then.get(key) != value]
+        diffs = [  # the commit is on the experiment's page; packages and machine are what matter here
+            f"{key} {then.get(key, 'unknown')}"
+            for key, value in now
+            if key != "commit" and then.get(key) != value
+        ]
         if diffs:
             changed.append(f"{part.name} ran with {', '.join(diffs)}")
     if changed:
