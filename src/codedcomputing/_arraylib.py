@@ -35,6 +35,7 @@ __all__ = [
     "multiply_adds",
     "on_host",
     "one_blas_thread",
+    "read_only",
     "requires_grad",
     "to_float64",
 ]
@@ -471,3 +472,11 @@ def empty_like_rows(like, rows: int, fill: float):
 
         return torch.full(shape, fill, dtype=like.dtype, device=like.device)
     return np.full(shape, fill, dtype=like.dtype)
+
+
+def read_only(array):
+    """``array`` (a numpy array or a scipy.sparse matrix, whose data is marked) made read-only,
+    and returned: a cached map or point set cannot then be edited in place, and a device's copy
+    of it (:func:`apply_matrix`) stays valid while it lives."""
+    (array.data if hasattr(array, "nnz") else array).flags.writeable = False
+    return array

@@ -90,8 +90,14 @@ def test_the_default_decoder_is_gap_aware_and_the_others_stay_available():
     )
     Y = np.tanh(default.encode(X))[alive]
     details = default.decode_details(Y, alive)
-    assert default.adaptive and adaptive.adaptive and not spline.adaptive
-    assert not cc.GCC(10, 50, lambda_dec=1e-4).adaptive
+    assert [c.decoding for c in (default, gap_aware, adaptive, spline)] == [
+        "gap-aware",
+        "gap-aware",
+        "adaptive",
+        "spline",
+    ]
+    assert not (default.linear or adaptive.linear) and spline.linear
+    assert cc.GCC(10, 50, lambda_dec=1e-4).decoding == "spline"
     assert set(details.info) == {"lambda_dec", "theta", "gaps", "exact"}
     assert 0.0 <= details.info["theta"] <= 1.0
     np.testing.assert_array_equal(details.estimates, gap_aware.decode(Y, alive))

@@ -58,9 +58,9 @@ def test_no_gap_leaves_the_adaptive_blend():
     y = smooth(beta[alive], rng)
     decoder = GapAwareInterpolant(beta[alive], alive, alpha, 50)
     assert decoder.groups == []
-    est, info = decoder(y)
-    expected, theta = AdaptiveInterpolant(beta[alive], alpha)(y)
-    assert info == {"theta": theta, "gaps": []}
+    est, info = decoder.decode(y)
+    expected, adaptive_info = AdaptiveInterpolant(beta[alive], alpha).decode(y)
+    assert info == {**adaptive_info, "gaps": []} and set(adaptive_info) == {"lambda_dec", "theta"}
     np.testing.assert_array_equal(est, expected)
 
 

@@ -167,8 +167,9 @@ def test_a_first_call_shares_thetas_solve_and_matches_the_spline_decoder():
         z = np.linspace(-1.2, 1.2, 9)
         y = (np.sin(3 * t)[:, None] + rng.normal(size=(n, d))).astype(dtype)
         decoder = AdaptiveInterpolant(t, z)
-        first, theta = decoder(y)
-        again, theta_again = decoder(y)
+        first, info = decoder.decode(y)
+        again, info_again = decoder.decode(y)
+        theta, theta_again = info["theta"], info_again["theta"]
         assert first.dtype == dtype and theta == pytest.approx(theta_again, rel=1e-12)
         cubic = SplineDecoder(t, 0.0, np.clip(z, t.min(), t.max()))(y.astype(np.float64))
         tol = (1e-10 if dtype == np.float64 else 1e-5) * np.abs(cubic).max()  # random knots: ill-conditioned

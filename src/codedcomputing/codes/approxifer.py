@@ -126,8 +126,6 @@ class ApproxIFER(BACC):
         return self.num_adversaries >= 1 and num_results >= 2 * (self.degree + 1)
 
     def _decode(self, Y, alive):
-        order = np.argsort(alive, kind="stable")
-        Y, alive = _arraylib.take_rows(Y, order), alive[order]
         located = self.locates(alive.size)
         if located:
             dropped = self._locate(_float_columns(Y), alive)

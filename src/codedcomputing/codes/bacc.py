@@ -8,9 +8,9 @@ import numpy as np
 
 from .. import _arraylib
 from ..spline.berrut import BerrutMap, berrut_matrix
-from .base import Code, by_worker, read_only
+from .base import Code
 
-__all__ = ["BACC", "berrut_matrix"]
+__all__ = ["BACC"]
 
 #: From this many ``K * N`` on, BACC decodes through one :class:`BerrutMap` for every alive set
 #: (built at the first decode; ``O(K + N)`` a call where its sums take the fast multipole path,
@@ -101,14 +101,16 @@ class BACC(Code):
         size = self.num_inputs * self.num_workers
         self._fast_decode, self._fast_encode = size >= FAST_DECODE_SIZE, size >= FAST_ENCODE_SIZE
         self._maps: dict[str, BerrutMap] = {}
-        self._encoder_matrix = None if self._fast_encode else read_only(berrut_matrix(self.alpha, self.beta))
+        self._encoder_matrix = None
+        if not self._fast_encode:
+            self._encoder_matrix = _arraylib.read_only(berrut_matrix(self.alpha, self.beta))
 
     @property
     def encoder_matrix(self) -> np.ndarray:
         """The dense ``(N, K)`` encoding matrix (read-only; built at the first use for codes
         that encode by the fast map, ``O(K N)``)."""
         if self._encoder_matrix is None:
-            self._encoder_matrix = read_only(berrut_matrix(self.alpha, self.beta))
+            self._encoder_matrix = _arraylib.read_only(berrut_matrix(self.alpha, self.beta))
         return self._encoder_matrix
 
     def decoder_matrix(self, alive) -> np.ndarray:
@@ -129,7 +131,7 @@ class BACC(Code):
         return X, np.sin, alive
 
     def _build_decoder(self, alive_sorted: np.ndarray) -> np.ndarray:
-        return read_only(berrut_matrix(self.beta[alive_sorted], self.alpha))
+        return _arraylib.read_only(berrut_matrix(self.beta[alive_sorted], self.alpha))
 
     def _map(self, direction: str) -> BerrutMap:
         """The fast encoder (``alpha -> beta``) or decoder (``beta -> alpha``), built once."""
@@ -150,7 +152,6 @@ class BACC(Code):
         return self._copy_systematic(_arraylib.apply_matrix(self.encoder_matrix, X), X)
 
     def _decode(self, Y, alive):
-        Y, alive = by_worker(Y, alive)
         if self._fast_decode:
             return self._map("decoder")(Y, alive), {}
         return _arraylib.apply_matrix(self._decoder(alive), Y), {}
@@ -162,5 +163,4 @@ class BACC(Code):
         ``(K, len(alive))`` decoder. Codes that decode by the fast map decode every row."""
         if self._fast_decode:
             return self._decode(Y, alive)[0][rows]
-        Y, alive = by_worker(Y, alive)
         return _arraylib.apply_matrix(berrut_matrix(self.beta[alive], self.alpha[rows]), Y)

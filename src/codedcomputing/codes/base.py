@@ -21,7 +21,7 @@ from ..layout import _snap_to
 from ..points import ASSIGNMENTS, POINT_FAMILIES, make_points
 from ..points import assignment as worker_assignment
 
-__all__ = ["PARITIES", "Code", "Decoded", "check_count", "systematic_points"]
+__all__ = ["PARITIES", "Code", "Decoded", "systematic_points"]
 
 #: Where a systematic code's N - K parity workers sit (:func:`systematic_points`).
 PARITIES = ("between", "ends", "nearest")
@@ -134,13 +134,6 @@ def _parity_points(sorted_alpha: np.ndarray, num_workers: int, points: str, pari
     return np.sort(np.concatenate([ends, *inside]))
 
 
-def read_only(array):
-    """``array`` (dense or scipy.sparse) marked read-only, so cached maps cannot be edited."""
-    data = array.data if hasattr(array, "nnz") else array
-    data.flags.writeable = False
-    return array
-
-
 def check_points(points, n: int, name: str) -> np.ndarray:
     pts = check_real_array(points, name)
     if pts.shape != (n,):
@@ -217,8 +210,9 @@ class Code(ABC):
     Notes
     -----
     A new code is one file in ``codes/`` that subclasses this, implements ``_encode`` and
-    ``_decode``, and passes :func:`codedcomputing.testing.check_code`. It may implement
-    :meth:`promised_case` so that the suite checks its promise.
+    ``_decode`` (which receives the results sorted by worker), and passes
+    :func:`codedcomputing.testing.check_code`. It may implement :meth:`promised_case` so
+    that the suite checks its promise.
     """
 
     name: ClassVar[str]
@@ -260,12 +254,12 @@ class Code(ABC):
             )
         else:
             alpha, beta = self._resolve_points(points, alpha, beta)
-        self._alpha = read_only(np.array(alpha, dtype=np.float64))
-        self._beta = read_only(np.array(beta, dtype=np.float64))
+        self._alpha = _arraylib.read_only(np.array(alpha, dtype=np.float64))
+        self._beta = _arraylib.read_only(np.array(beta, dtype=np.float64))
         if not systematic:
             inputs = np.array(self._systematic_assignment(), dtype=np.intp)
-        self._systematic_inputs = read_only(inputs)
-        self._systematic_workers = read_only(first_workers(inputs, self.num_inputs))
+        self._systematic_inputs = _arraylib.read_only(inputs)
+        self._systematic_workers = _arraylib.read_only(first_workers(inputs, self.num_inputs))
         raw = inputs[inputs >= 0]
         self._one_worker_per_input = np.unique(raw).size == raw.size  # no input computed twice
         self.clear_cache()
@@ -419,14 +413,16 @@ class Code(ABC):
         Thread-safe: nothing of one call is kept on the code."""
         Y, alive, erased = self._usable_results(Y, alive)
         self._require(alive, self.min_results)
-        estimates, info = self._decode(Y, alive)
+        by_worker_Y, by_worker_alive = by_worker(Y, alive)
+        estimates, info = self._decode(by_worker_Y, by_worker_alive)
         info = dict(info)
         exact = np.zeros(self.num_inputs, dtype=bool)
         if "exact" in info:  # the decoder's own word (LCC)
             exact |= np.asarray(info["exact"], dtype=bool)
+        # in the order given: of two workers that compute one input raw, the first listed wins
         estimates, returned = self._keep_systematic(estimates, Y, alive)
-        info["exact"] = read_only(exact | returned)
-        return Decoded(estimates, np.sort(alive), np.sort(erased), MappingProxyType(info))
+        info["exact"] = _arraylib.read_only(exact | returned)
+        return Decoded(estimates, by_worker_alive, np.sort(erased), MappingProxyType(info))
 
     def promised_case(self, rng: np.random.Generator):
         """One instance of this code's promise, for :func:`codedcomputing.testing.check_code`:
@@ -544,8 +540,10 @@ class Code(ABC):
 
     @abstractmethod
     def _decode(self, Y, alive: np.ndarray) -> tuple[object, dict]:
-        """``(estimates, info)`` from checked, finite results ``Y`` of workers ``alive`` (in
-        the order given), at least :attr:`min_results` of them."""
+        """``(estimates, info)`` from checked, finite results ``Y`` of workers ``alive``, at
+        least :attr:`min_results` of them. ``alive`` is sorted (increasing worker index) and
+        ``Y[i]`` is the result of ``alive[i]``: :meth:`decode_details` puts the rows in that
+        order, once, for every code."""
 
 
 def by_worker(Y, alive: np.ndarray):

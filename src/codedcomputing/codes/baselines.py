@@ -77,7 +77,9 @@ class _Assignment(Code):
         return _arraylib.take_rows(X, self.assignment)
 
     def _decode(self, Y, alive):
-        """Copy each input's first result in ``alive`` order (the first to arrive) back."""
+        """Copy each input's result back, from the first of its workers in ``alive`` (sorted:
+        the lowest index); :meth:`Code.decode_details` then keeps the first to arrive, in the
+        order ``alive`` was given, as for every code's systematic workers."""
         missing = self.missing_inputs(alive)
         if missing and self.fill is None:
             raise MissingResultsError(

@@ -6,10 +6,12 @@ import numpy as np
 
 from .. import _arraylib
 from .._validation import check_choice
-from ..spline import SmoothingMap, SplineDecoder, check_lambda, gcv_lambda
 from ..spline.adaptive import AdaptiveInterpolant
 from ..spline.gaps import GapAwareInterpolant
-from .base import Code, by_worker
+from ..spline.gcv import gcv_lambda
+from ..spline.lambdas import check_lambda
+from ..spline.maps import Decoder, SmoothingMap, SplineDecoder
+from .base import Code
 
 __all__ = ["DECODINGS", "GCC"]
 
@@ -73,12 +75,15 @@ class GCC(Code):
     lambda_enc : float, default 0
         The encoder's smoothing parameter (mean convention), >= 0.
     lambda_dec : float or "gcv", default 0
-        The decoder's, or ``"gcv"`` to pick it per decode.
+        The decoder's, or ``"gcv"`` to pick it per decode. Only the smoothing spline smooths:
+        a positive value or "gcv" needs ``decoding`` "auto" or "spline".
     decoding : {"auto", "gap-aware", "adaptive", "spline"}, default "auto"
         The gap-aware or the adaptive blend of two interpolants, or the smoothing spline
-        above. "auto" (the default) is the gap-aware blend when ``lambda_dec = 0`` and the
-        smoothing spline when it is positive or "gcv". ``decoding="spline"`` with ``lambda_dec = 0`` is the
-        natural-spline (interpolating) decoder of the GCC paper.
+        above. "auto" is resolved once, when the code is built: the gap-aware blend when
+        ``lambda_dec = 0``, the smoothing spline when it is positive or "gcv". The attribute
+        ``decoding`` (and :meth:`get_params`, and the repr) holds the resolved name, never
+        "auto". ``decoding="spline"`` with ``lambda_dec = 0`` is the natural-spline
+        (interpolating) decoder of the GCC paper.
     points : {"chebyshev", "equispaced"}, default "chebyshev"
         "chebyshev" puts ``alpha`` at Chebyshev points of the first kind and ``beta`` at those
         of the second kind (which include the ends +-1).
@@ -127,6 +132,8 @@ class GCC(Code):
     >>> est = code.decode(np.tanh(code.encode(X))[alive], alive)
     >>> est.shape
     (4, 3)
+    >>> code
+    GCC(num_inputs=4, num_workers=12, decoding='gap-aware')
     """
 
     name = "gcc"
@@ -160,19 +167,11 @@ class GCC(Code):
         self.assignment = assignment
         self.systematic, self.parity = bool(systematic), parity
         self._lambda_enc = check_lambda(lambda_enc, "lambda_enc")
-        if isinstance(lambda_dec, str) and lambda_dec != "gcv":
+        self._gcv = isinstance(lambda_dec, str)
+        if self._gcv and lambda_dec != "gcv":
             raise ValueError(f"lambda_dec must be a number >= 0 or 'gcv', got {lambda_dec!r}")
-        self.gcv = lambda_dec == "gcv"
-        self._lambda_dec = 0.0 if self.gcv else check_lambda(lambda_dec, "lambda_dec")
-        self.decoding = check_choice(decoding, "decoding", DECODINGS)
-        smoothing = self.gcv or self._lambda_dec > 0
-        if self.decoding in ("adaptive", "gap-aware") and smoothing:
-            raise ValueError(
-                f"decoding={self.decoding!r} blends interpolants: it takes lambda_dec = 0, got {lambda_dec!r}"
-            )
-        # what decodes: "gap-aware", "adaptive" or "spline"
-        self._blend = "gap-aware" if self.decoding == "auto" and not smoothing else self.decoding
-        self.adaptive = self._blend in ("adaptive", "gap-aware")  # the map depends on the results
+        self._lambda_dec = 0.0 if self._gcv else check_lambda(lambda_dec, "lambda_dec")
+        self.decoding = resolve_decoding(decoding, lambda_dec)
         self._ranks = np.argsort(np.argsort(self.beta, kind="stable"), kind="stable")
         for name, lam, n in (
             ("lambda_enc", self._lambda_enc, self.num_inputs),
@@ -193,7 +192,7 @@ class GCC(Code):
     def lambda_dec(self) -> float | str:
         """The decoder's lambda, or ``"gcv"`` when each decode picks its own (then see
         :meth:`decode_details`)."""
-        return "gcv" if self.gcv else self._lambda_dec
+        return "gcv" if self._gcv else self._lambda_dec
 
     @property
     def min_results(self) -> int:
@@ -201,8 +200,9 @@ class GCC(Code):
 
     @property
     def linear(self) -> bool:
-        """False with ``lambda_dec="gcv"`` or ``decoding="adaptive"``: the map depends on ``Y``."""
-        return not (self.gcv or self.adaptive)
+        """True only for the smoothing spline at a fixed ``lambda_dec``: the blends' weights and
+        GCV's lambda are fitted to the results."""
+        return self.decoding == "spline" and not self._gcv
 
     def promised_case(self, rng):
         """Inputs affine in ``alpha`` through an affine ``f``, from a random alive set (for the
@@ -213,25 +213,29 @@ class GCC(Code):
         systematic worker and random others."""
         if self.systematic and rng.integers(2):  # half the cases: the systematic promise
             return self._systematic_case(rng)
-        if self.adaptive and (self.alpha.min() < self.beta.min() or self.alpha.max() > self.beta.max()):
+        blends = self.decoding != "spline"
+        if blends and (self.alpha.min() < self.beta.min() or self.alpha.max() > self.beta.max()):
             return None
         a, b = rng.normal(size=(2, 3))
         weights, shift = rng.normal(size=(3, 2)), rng.normal(size=2)
         X = a + b * self.alpha[:, None]
         alive = rng.choice(self.num_workers, rng.integers(2, self.num_workers + 1), replace=False)
-        if self.adaptive:
+        if blends:
             alive = np.union1d(alive, [np.argmin(self.beta), np.argmax(self.beta)])
         return X, lambda x: x @ weights + shift, np.sort(alive)
 
-    def decoder(self, alive) -> SplineDecoder | AdaptiveInterpolant | GapAwareInterpolant:
-        """The decoder for the (sorted or not) set of returned workers ``alive``: the smoothing
-        spline's (:class:`~codedcomputing.spline.SplineDecoder`, an explicit map or a banded
-        solve, whichever is predicted cheaper), the adaptive or the gap-aware interpolant.
+    def decoder(self, alive) -> Decoder:
+        """The decoder :attr:`decoding` names for the set of returned workers ``alive`` (in
+        any order): the gap-aware or the adaptive interpolant, or the smoothing spline's
+        (:class:`~codedcomputing.spline.SplineDecoder`, an explicit map or a banded solve,
+        whichever is predicted cheaper). Each has ``decode(Y) -> (estimates, info)``
+        (:class:`~codedcomputing.spline.Decoder`), ``Y``'s rows the results of ``alive``
+        sorted; for a systematic code it estimates every input from them.
 
         With ``lambda_dec="gcv"`` the map depends on the results, not only on ``alive``:
         there is none to return, and this raises ``ValueError``.
         """
-        if self.gcv:
+        if self._gcv:
             raise ValueError(
                 "lambda_dec='gcv' picks the decoder's lambda from the results at every decode, so "
                 "decoder(alive) has no fixed map; build GCC with a number for lambda_dec"
@@ -257,15 +261,15 @@ class GCC(Code):
         missing = self._missing_inputs(alive_sorted)
         return self._make_decoder(alive_sorted, self.alpha if missing is None else self.alpha[missing])
 
-    def _make_decoder(self, alive_sorted: np.ndarray, points: np.ndarray):
+    def _make_decoder(self, alive_sorted: np.ndarray, points: np.ndarray) -> Decoder:
         """The decoder at ``points`` (some of the ``alpha``: it gives there what the decoder at
         all of them gives)."""
         knots = self.beta[alive_sorted]
-        if self._blend == "gap-aware":
+        if self.decoding == "gap-aware":
             return GapAwareInterpolant(
                 knots, self._ranks[alive_sorted], points, self.num_workers, all_points=self.alpha
             )
-        if self._blend == "adaptive":
+        if self.decoding == "adaptive":
             return AdaptiveInterpolant(knots, points, num_points=self.num_inputs)
         # With GCV this serves only two results, where every lambda gives the same line.
         return SplineDecoder(knots, self._lambda_dec, points)
@@ -278,29 +282,40 @@ class GCC(Code):
         return self._copy_systematic(encoded, X)
 
     def _decode(self, Y, alive):
-        Y, alive = by_worker(Y, alive)
         missing = self._missing_inputs(alive)
         # GCV's info names the lambda it picks: with nothing missing it still picks one
-        if missing is None or missing.size == self.num_inputs or (self.gcv and missing.size == 0):
-            return self._decode_missing(Y, alive, self.alpha)
+        if missing is None or missing.size == self.num_inputs or (self._gcv and missing.size == 0):
+            return self._decode_at(Y, alive, self.alpha)
         # a systematic code: the returned inputs' rows are their results (Code.decode_details)
         estimates = _arraylib.empty_like_rows(Y, self.num_inputs, 0.0)
         if missing.size == 0:
             return estimates, {"lambda_dec": self._lambda_dec}
-        decoded, info = self._decode_missing(Y, alive, self.alpha[missing])
+        decoded, info = self._decode_at(Y, alive, self.alpha[missing])
         return _arraylib.set_rows(estimates, missing, decoded), info
 
-    def _decode_missing(self, Y, alive, points):
-        """Estimates at ``points`` (``alpha``, or the missing inputs' for a systematic code:
-        then the cached decoder holds just those)."""
-        if self.gcv and alive.size >= 3:
+    def _decode_at(self, Y, alive, points):
+        """``(estimates at points, info)``: ``points`` are ``alpha``, or the missing inputs' for
+        a systematic code, whose cached decoder holds just those."""
+        if self._gcv and alive.size >= 3:
             knots = self.beta[alive]
             lam = gcv_lambda(knots, _arraylib.to_float64(Y))
-            return SplineDecoder(knots, lam, points)(Y), {"lambda_dec": lam}
-        if self._blend == "gap-aware":
-            estimates, info = self._decoder(alive)(Y)
-            return estimates, {"lambda_dec": 0.0, **info}
-        if self._blend == "adaptive":
-            estimates, theta = self._decoder(alive)(Y)
-            return estimates, {"lambda_dec": 0.0, "theta": theta}
-        return self._decoder(alive)(Y), {"lambda_dec": self._lambda_dec}
+            return SplineDecoder(knots, lam, points).decode(Y)
+        # (with GCV and two results the cached decoder's lambda, 0: every lambda gives that line)
+        return self._decoder(alive).decode(Y)
+
+
+def resolve_decoding(decoding, lambda_dec) -> str:
+    """The decoder GCC's ``decoding`` names, given its ``lambda_dec`` (a number >= 0 or
+    "gcv", checked): "auto" is "gap-aware" at ``lambda_dec = 0`` and "spline" otherwise; the
+    blends ("gap-aware", "adaptive") interpolate, so a positive ``lambda_dec`` or "gcv" with
+    either is a ``ValueError`` naming both parameters."""
+    decoding = check_choice(decoding, "decoding", DECODINGS)
+    smoothing = isinstance(lambda_dec, str) or lambda_dec > 0
+    if decoding == "auto":
+        return "spline" if smoothing else "gap-aware"
+    if decoding != "spline" and smoothing:
+        raise ValueError(
+            f"decoding={decoding!r} blends interpolants and takes lambda_dec = 0, got "
+            f"lambda_dec={lambda_dec!r}: use decoding='spline' (or 'auto') to smooth"
+        )
+    return decoding

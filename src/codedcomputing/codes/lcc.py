@@ -10,7 +10,7 @@ from scipy.interpolate import BarycentricInterpolator
 from .. import _arraylib
 from .._validation import check_count, check_flag
 from ..errors import InsufficientResultsError
-from .base import Code, read_only
+from .base import Code
 
 __all__ = ["LCC", "lagrange_matrix"]
 
@@ -108,7 +108,7 @@ class LCC(Code):
             num_inputs, num_workers, points=points, alpha=alpha, beta=beta, assignment=assignment
         )
         self.assignment = assignment
-        self.encoder_matrix = read_only(lagrange_matrix(self.alpha, self.beta))
+        self.encoder_matrix = _arraylib.read_only(lagrange_matrix(self.alpha, self.beta))
 
     @property
     def min_results(self) -> int:

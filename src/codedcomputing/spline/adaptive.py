@@ -438,7 +438,8 @@ def _theta(r_linear: np.ndarray, r_cubic: np.ndarray) -> float:
 
 
 class AdaptiveInterpolant:
-    """``y -> (L(points) + theta (C(points) - L(points)), theta)`` for distinct ``knots`` in any
+    """``y -> (L(points) + theta (C(points) - L(points)), {"lambda_dec": 0.0, "theta": theta})``
+    (:meth:`decode`, also its call) for distinct ``knots`` in any
     order (module docstring; row i of ``y`` belongs to ``knots[i]``), applied to numpy arrays
     or torch tensors in their own type, dtype and device.
 
@@ -685,9 +686,13 @@ class AdaptiveInterpolant:
         a, b = self._linear_weights(y.dtype)
         return (a * flat[first] + b * flat[second]).reshape((self.points.size, *y.shape[1:]))
 
-    def __call__(self, y):
+    def decode(self, y) -> tuple[object, dict]:
+        """``(estimates, {"lambda_dec": 0.0, "theta": theta})``: the blend at the points and
+        the call's ``theta`` (the decoder interface, :class:`~codedcomputing.spline.maps.Decoder`)."""
         theta, shared = self.weight_and_curvatures(y)
         linear = self.linear_values(y)
-        if theta == 0.0:
-            return linear, theta
-        return linear + theta * (self.cubic_values(y, shared) - linear), theta
+        if theta != 0.0:
+            linear = linear + theta * (self.cubic_values(y, shared) - linear)
+        return linear, {"lambda_dec": 0.0, "theta": theta}
+
+    __call__ = decode

@@ -66,6 +66,7 @@ import numpy as np
 from scipy.linalg.lapack import dpttrf, dpttrs
 
 from .. import _arraylib
+from .._arraylib import read_only
 from .adaptive import (
     SKETCH_COLUMNS,
     AdaptiveInterpolant,
@@ -269,12 +270,6 @@ def _three_face(g: list, face: list) -> list | None:
     return [x / total for x in w]
 
 
-def _read_only(matrix: np.ndarray) -> np.ndarray:
-    """``matrix``, made read-only (so its copy on a device is kept while it lives)."""
-    matrix.flags.writeable = False
-    return matrix
-
-
 def _scaled_gram(residuals):
     """``[scale, G]`` (flattened) of a ``(candidates, entries)`` torch tensor: ``scale`` its
     largest magnitude, ``G`` the Gram matrix of the residuals divided by it."""
@@ -314,7 +309,7 @@ def _even_picks(count: int) -> np.ndarray:
         return _range(count)
     picks = np.round(np.arange(POSITIONS) * ((count - 1) / (POSITIONS - 1))).astype(np.intp)
     picks[-1] = count - 1
-    return _read_only(picks)
+    return read_only(picks)
 
 
 def _spread(index: np.ndarray, count: int) -> np.ndarray:
@@ -457,7 +452,8 @@ class _Group:
 
 
 class GapAwareInterpolant:
-    """``y -> (estimates at points, info)``: :class:`AdaptiveInterpolant` with the points in
+    """``y -> (estimates at points, info)`` (:meth:`decode`, also its call):
+    :class:`AdaptiveInterpolant` with the points in
     gaps of the design, and beyond its ends, re-estimated (module docstring).
 
     ``knots`` in any order (row i of ``y`` belongs to ``knots[i]``), ``ranks[i]`` the
@@ -609,15 +605,19 @@ class GapAwareInterpolant:
                 _Group(
                     ("edge", "low" if low else "high"),
                     pts,
-                    maps=[_read_only(self._to_given(m)) for m in _extrapolants(t, z[pts], low, berrut)],
+                    maps=[read_only(self._to_given(m)) for m in _extrapolants(t, z[pts], low, berrut)],
                     validation=[
-                        _read_only(self._to_given(np.concatenate(c))) for c in zip(*validation, strict=True)
+                        read_only(self._to_given(np.concatenate(c))) for c in zip(*validation, strict=True)
                     ],
                 )
             )
 
     # ------------------------------------------------------------------ calling
-    def __call__(self, y):
+    def decode(self, y) -> tuple[object, dict]:
+        """``(estimates, info)`` (the decoder interface,
+        :class:`~codedcomputing.spline.maps.Decoder`): ``info`` holds ``"lambda_dec"`` (0),
+        the adaptive blend's ``"theta"`` and ``"gaps"``, a ``(label, weights)`` pair per group
+        of re-estimated points (``("gap", m)`` or ``("edge", "low" | "high")``)."""
         if _arraylib.on_host(y):
             theta, shared = self.base.weight_and_curvatures(y)
             weights = theta, self._group_weights(y, None if shared is None else shared[0])
@@ -625,10 +625,13 @@ class GapAwareInterpolant:
             weights, shared = self._device_weights(y), None
             theta = weights[0]
         info = {
+            "lambda_dec": 0.0,
             "theta": theta,
             "gaps": [(g.label, tuple(map(float, w))) for g, w in zip(self.groups, weights[1], strict=True)],
         }
         return self._apply(y, weights, shared), info
+
+    __call__ = decode
 
     def weights(self, y) -> tuple[float, list[np.ndarray]]:
         """``(theta, [weights of each group])`` for results ``y``: what a call fits, computed

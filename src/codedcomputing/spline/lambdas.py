@@ -18,7 +18,7 @@ import numpy as np
 
 from .._validation import check_count, check_number, check_real_array
 
-__all__ = ["MAX_LAMBDA", "check_grid", "check_lambda", "lambda_grid"]
+__all__ = ["MAX_LAMBDA", "lambda_grid"]
 
 MAX_LAMBDA = 1e100
 

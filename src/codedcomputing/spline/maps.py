@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import scipy.sparse
@@ -18,18 +19,7 @@ import scipy.sparse
 from .. import _arraylib
 from .reinsch import evaluation_matrix, smoothing_matrix
 
-__all__ = [
-    "DENSE_FRACTION",
-    "MAX_MAP_ENTRIES",
-    "SMALL_MAP",
-    "TRUNCATION",
-    "BandedFit",
-    "DecodeCosts",
-    "SmoothingMap",
-    "SplineDecoder",
-    "predict_decode_costs",
-    "weight_reach",
-]
+__all__ = ["MAX_MAP_ENTRIES", "TRUNCATION", "Decoder", "SmoothingMap", "SplineDecoder"]
 
 # Spline weights below TRUNCATION times their row's largest are dropped (a relative change of
 # the same order: far below float32 resolution; see spline.smoothing_matrix). A map that
@@ -76,9 +66,9 @@ class SmoothingMap:
         else:
             self.matrix = _compact(smoothing_matrix(knots, lam, points, tol=TRUNCATION))
 
-        _read_only(self.matrix)
+        _arraylib.read_only(self.matrix)
         if self.evaluation is not None:
-            _read_only(self.evaluation)
+            _arraylib.read_only(self.evaluation)
 
     @property
     def dense(self) -> bool:
@@ -105,11 +95,6 @@ def _compact(matrix):
     if matrix.nnz > DENSE_FRACTION * matrix.shape[0] * matrix.shape[1]:
         return matrix.toarray()
     return matrix
-
-
-def _read_only(matrix) -> None:
-    """Mark a map (dense or scipy.sparse) read-only, so a cached map cannot be edited."""
-    (matrix.data if hasattr(matrix, "nnz") else matrix).flags.writeable = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,6 +358,21 @@ class BandedFit:
 ROUTES = ("auto", "map", "banded")
 
 
+@runtime_checkable
+class Decoder(Protocol):
+    """The interface of GCC's decoders (:class:`SplineDecoder`,
+    :class:`~codedcomputing.spline.adaptive.AdaptiveInterpolant`,
+    :class:`~codedcomputing.spline.gaps.GapAwareInterpolant`): one object per set of knots
+    (the returned workers' points), whose ``decode(y)`` takes the results ``y`` (row ``i``
+    from ``knots[i]``; a numpy array or a torch tensor, any trailing shape) and returns
+    ``(estimates, info)``: the estimates at the decoder's points, in ``y``'s type, dtype and
+    device, and a new dict of what this call chose, always with ``"lambda_dec"`` (the
+    smoothing parameter it used, 0 for the interpolants) and, for the blends, ``"theta"``
+    (and ``"gaps"``). A decoder is built once and called many times, from several threads."""
+
+    def decode(self, y) -> tuple[object, dict]: ...
+
+
 class SplineDecoder:
     """``Y -> fit(knots, Y, lam)(points)`` by whichever of two exact routes is predicted cheaper,
     decided per call: a drop-in for :class:`SmoothingMap` as GCC's decoder.
@@ -483,7 +483,13 @@ class SplineDecoder:
         """The explicit map's stored matrix (builds it), as :attr:`SmoothingMap.matrix`."""
         return self.smoothing_map.matrix
 
+    def decode(self, y) -> tuple[object, dict]:
+        """``(estimates, info)``: the estimates at the points (:meth:`__call__`) and
+        ``{"lambda_dec": lam}``, the decoder interface (:class:`Decoder`)."""
+        return self(y), {"lambda_dec": self.lam}
+
     def __call__(self, y):
+        """The estimates at the points, in ``y``'s type, dtype and device (a linear map of ``y``)."""
         device = False
         if _arraylib.is_torch(y):
             if _arraylib.requires_grad(y):

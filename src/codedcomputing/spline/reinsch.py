@@ -36,7 +36,7 @@ from scipy.sparse import csr_array
 
 from .._validation import check_number, check_real_array
 
-__all__ = ["NaturalSpline", "check_knots", "evaluation_matrix", "fit", "smoothing_matrix"]
+__all__ = ["NaturalSpline", "evaluation_matrix", "fit", "smoothing_matrix"]
 
 
 def check_knots(knots, name: str = "knots") -> np.ndarray:
