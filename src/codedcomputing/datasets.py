@@ -18,11 +18,14 @@ from ._validation import check_choice
 from .cache import atomic_path, cache_dir
 from .errors import DamagedCacheWarning
 
-__all__ = ["DATASETS", "IMAGE_SIZES", "Dataset", "digits", "load", "mnist"]
+__all__ = ["DATASETS", "Dataset", "digits", "load", "mnist"]
 
 
 @dataclass(frozen=True)
 class Dataset:
+    """A split dataset: images ``train_x``/``test_x`` (float32 in [0, 1], ``(n, 1, side,
+    side)``) and integer labels ``train_y``/``test_y``; ``image_size`` is ``side``."""
+
     name: str
     train_x: np.ndarray
     train_y: np.ndarray
@@ -109,5 +112,6 @@ IMAGE_SIZES = {"mnist": 28, "digits": 8}  # the side of each dataset's square im
 
 
 def load(name: str) -> Dataset:
+    """The dataset called ``name`` (a key of :data:`DATASETS`) with its default split."""
     check_choice(name, "dataset", sorted(DATASETS))
     return DATASETS[name]()

@@ -17,11 +17,10 @@ raises :class:`TooManyStragglersError`, an approximate one takes a flagged degra
 """
 
 from .cluster import train as train_on_cluster
-from .codes import CODES, CyclicRepetition, FractionalRepetition, GradientCode, TooManyStragglersError
+from .codes import CyclicRepetition, FractionalRepetition, GradientCode, TooManyStragglersError
 from .training import EXACT_SCHEMES, FAULT_KINDS, SCHEMES, Problem, Step, simulate
 
 __all__ = [
-    "CODES",
     "EXACT_SCHEMES",
     "FAULT_KINDS",
     "SCHEMES",

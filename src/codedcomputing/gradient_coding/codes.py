@@ -19,7 +19,7 @@ import numpy as np
 from .._arraylib import check_alive, one_blas_thread
 from .._validation import check_count, check_number, check_real_array, check_seed
 
-__all__ = ["CODES", "CyclicRepetition", "FractionalRepetition", "GradientCode", "TooManyStragglersError"]
+__all__ = ["CyclicRepetition", "FractionalRepetition", "GradientCode", "TooManyStragglersError"]
 
 
 class TooManyStragglersError(ValueError):
@@ -307,5 +307,3 @@ class CyclicRepetition(GradientCode):
         weights[:size] = solution
         return weights
 
-
-CODES: dict[str, type[GradientCode]] = {"fr": FractionalRepetition, "cr": CyclicRepetition}

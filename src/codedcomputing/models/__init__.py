@@ -32,7 +32,6 @@ from .training import TrainingRecipe, evaluate, fit
 __all__ = [
     "MODELS",
     "TrainingRecipe",
-    "cache_dir",
     "evaluate",
     "is_cached",
     "load",

@@ -39,7 +39,7 @@ from .delays import DelayModel
 from .faults import CORRUPTING, FaultModel, InjectedFault, corrupt
 from .record import Gathered
 
-__all__ = ["Call", "Cluster", "Gathered", "SimulatedCluster", "ThreadCluster", "run_task"]
+__all__ = ["Call", "Cluster", "SimulatedCluster", "ThreadCluster", "run_task"]
 
 WaitFor = int | Callable[[np.ndarray], bool]
 MAX_THREADS = 10_000  # a pool larger than this is a typo, not a cluster

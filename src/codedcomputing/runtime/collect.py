@@ -23,7 +23,7 @@ from .. import _arraylib
 from .._validation import check_shape
 from .record import Gathered, WorkerRecord
 
-__all__ = ["Collector", "check_output_shape", "wait_real_time"]
+__all__ = ["Collector", "wait_real_time"]
 
 
 def check_output_shape(output_shape) -> tuple[int, ...] | None:

@@ -36,7 +36,6 @@ from .._validation import check_choice, check_count, check_probability, check_rn
 from ..adversaries import Attack
 
 __all__ = [
-    "CORRUPTING",
     "KINDS",
     "Adversarial",
     "FaultModel",

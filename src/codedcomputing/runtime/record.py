@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Gathered", "WorkerRecord", "trace_rows"]
+__all__ = ["Gathered", "WorkerRecord"]
 
 
 @dataclass(frozen=True, eq=False)

@@ -32,11 +32,10 @@ from .load import bursty_arrivals, drive
 from .ray_server import RayServer
 from .records import OUTCOMES, ServingRecord
 from .schemes import SCHEMES, Coded, Hedge, NoRedundancy, ParM, Replication, Scheme, make_scheme
-from .server import BALANCERS, SimulatedServer, mean_service, poisson_arrivals
+from .server import SimulatedServer, mean_service, poisson_arrivals
 from .threads import Answer, QueryFailed, ReplicaLost, ThreadServer
 
 __all__ = [
-    "BALANCERS",
     "OUTCOMES",
     "SCHEMES",
     "Answer",
