@@ -51,8 +51,7 @@ EXPORTS = {
         "weights_path",
     },
     "codedcomputing.points": {
-        "ASSIGNMENTS", "POINT_FAMILIES", "assignment", "chebyshev_first", "chebyshev_second",
-        "equispaced", "golden_stride", "make_points",
+        "assignment", "chebyshev_first", "chebyshev_second", "equispaced", "golden_stride",
     },
     "codedcomputing.runtime": {
         "Answers", "Call", "Cluster", "CodedExecutor", "Gathered", "RayCluster", "Report", "Result",

@@ -12,16 +12,7 @@ import numpy as np
 
 from ._validation import check_choice, check_count
 
-__all__ = [
-    "ASSIGNMENTS",
-    "POINT_FAMILIES",
-    "assignment",
-    "chebyshev_first",
-    "chebyshev_second",
-    "equispaced",
-    "golden_stride",
-    "make_points",
-]
+__all__ = ["assignment", "chebyshev_first", "chebyshev_second", "equispaced", "golden_stride"]
 
 
 def chebyshev_first(n: int) -> np.ndarray:
@@ -57,8 +48,12 @@ def golden_stride(n: int) -> int:
     return 1
 
 
-def assignment(n: int, kind: str = "golden") -> np.ndarray:
+def assignment(n: int, kind: str) -> np.ndarray:
     """Which sorted point each of ``n`` workers sits at: worker ``i`` at ``perm[i]``.
+
+    ``kind`` has no default: the codes' ``assignment`` parameter defaults to ``"natural"``
+    except :class:`~codedcomputing.ManifoldGCC`'s, which defaults to ``"golden"``, so a caller
+    names the one it means.
 
     - ``"natural"``: worker ``i`` at the ``i``-th point (neighbouring workers, neighbouring
       points);

@@ -179,7 +179,7 @@ def test_the_golden_assignment_spreads_neighbouring_workers_over_the_design():
     for n in (2, 3, 50, 100, 101):
         perm = cc.points.assignment(n, "golden")
         assert sorted(perm) == list(range(n)) and np.gcd(cc.points.golden_stride(n), n) == 1
-    perm = cc.points.assignment(50)
+    perm = cc.points.assignment(50, "golden")
     for start in range(41):
         block = np.sort(perm[start : start + 10])
         assert np.all(np.diff(block) >= 2)
