@@ -101,6 +101,24 @@ def interleaved(
     return {name: np.array(t) for name, t in times.items()}
 
 
+def median_seconds(
+    calls: dict,
+    repeats: int,
+    setup=None,
+    clock: Callable[[], float] = time.perf_counter,
+    idle: float = 0.0,
+    warm_up: bool = False,
+) -> dict[str, float]:
+    """The median over repeats of each callable's seconds, timed by :func:`interleaved` (same
+    arguments); ``warm_up`` calls each once first, untimed (with ``setup(-1)``'s result)."""
+    if warm_up:
+        arg = setup(-1) if setup is not None else None
+        for call in calls.values():
+            call(arg)
+    times = interleaved(calls, repeats, setup, clock, idle)
+    return {name: float(np.median(t)) for name, t in times.items()}
+
+
 def random_mlp(rng: np.random.Generator, d_in: int = 64, hidden: int = 128, d_out: int = 10):
     """A fresh random two-layer tanh network ``x -> tanh(x W1 + b1) W2`` (numpy), weights
     scaled by ``1/sqrt(fan-in)``: the smooth function the accuracy studies use beside the

@@ -17,25 +17,22 @@ Run: ``python benchmarks/perf/bench_core.py [--quick]``.
 from __future__ import annotations
 
 import argparse
-import time
+import sys
+from pathlib import Path
 
 import numpy as np
 from scipy.interpolate import make_smoothing_spline
 
 import codedcomputing as cc
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import median_seconds
+
 
 def median_times(fns: dict, repeats: int) -> dict:
-    """Median seconds of each callable, timed round-robin so they share the machine's noise."""
-    times = {name: [] for name in fns}
-    for fn in fns.values():  # warm-up
-        fn()
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: float(np.median(t)) for name, t in times.items()}
+    """Median seconds of each callable (no arguments), called once to warm up, then timed in
+    turn so they share the machine's noise (:func:`common.median_seconds`)."""
+    return median_seconds({name: (lambda _, fn=fn: fn()) for name, fn in fns.items()}, repeats, warm_up=True)
 
 
 def fresh_decode(code, y, alive):

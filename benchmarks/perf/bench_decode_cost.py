@@ -44,15 +44,7 @@ from codedcomputing.spline import gcv
 from codedcomputing.spline.maps import SmoothingMap, SplineDecoder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
-from common import interleaved
-
-
-def medians(fns: dict, repeats: int, setup=None, idle: float = 0.0) -> dict[str, float]:
-    """Median seconds of each callable, timed by :func:`common.interleaved` (in turn, the order
-    rotated from one repeat to the next; ``setup(r)`` untimed; ``idle`` seconds of sleep after
-    each call let thread pools that spin after a parallel call go quiet)."""
-    times = interleaved(fns, repeats, setup, idle=idle)
-    return {name: float(np.median(t)) for name, t in times.items()}
+from common import median_seconds
 
 
 def ms(seconds: float) -> str:
@@ -80,7 +72,7 @@ def decode_row(n_workers: int, lam: float, width: int, repeats: int, rng) -> dic
         routes.append(decoder.plan(width))
         decoder(arg[1])
 
-    t = medians(
+    t = median_seconds(
         {
             "main": lambda arg: SmoothingMap(arg[0], lam, alpha)(arg[1]),
             "chooser": chooser,
@@ -96,7 +88,7 @@ def decode_row(n_workers: int, lam: float, width: int, repeats: int, rng) -> dic
         reused(y)
         if reused._map is not None:
             break
-    cached = medians(
+    cached = median_seconds(
         {"cached main": lambda _: main_map(y), "cached chooser": lambda _: reused(y)}, repeats, idle=0.1
     )
     costs = SplineDecoder(knots, lam, alpha).costs
@@ -152,7 +144,7 @@ def gcv_row(t: np.ndarray, y: np.ndarray, c: float, repeats: int, old: bool) -> 
     """One row of section 2: the new diagonal, a whole gcv_score and (if ``old``) the old diagonal."""
     n = t.size
     lam = c * (2.0 / (n - 1)) ** 4
-    row = medians(
+    row = median_seconds(
         {
             "new": lambda _: gcv._influence_complement(t, lam),
             "score": lambda _: cc.spline.gcv_score(t, y, lam),
@@ -163,7 +155,7 @@ def gcv_row(t: np.ndarray, y: np.ndarray, c: float, repeats: int, old: bool) -> 
     if old:
         kept = {}
         old_repeats = 1 if c > 1 and n > 2000 else max(1, repeats // 2)
-        row["old"] = medians(
+        row["old"] = median_seconds(
             {"old": lambda _: kept.update(d=gcv._influence_diagonal_by_rows(t, lam))}, old_repeats
         )["old"]
         row["diff"] = float(np.abs(gcv._influence_complement(t, lam) - (1 - kept["d"])).max())
@@ -202,7 +194,9 @@ def gcv_cost(sizes, cs, repeats, rng, old_limit):
         y = (np.sin(3 * t) + 0.1 * rng.normal(size=n))[:, None]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            seconds = medians({"gcv": lambda _, t=t, y=y: cc.spline.gcv_lambda(t, y)}, max(1, repeats // 2))
+            seconds = median_seconds(
+                {"gcv": lambda _, t=t, y=y: cc.spline.gcv_lambda(t, y)}, max(1, repeats // 2)
+            )
         print(f"  n = {n}: {seconds['gcv'] * 1e3:.0f} ms")
 
 
@@ -233,7 +227,7 @@ def blas_row(n_workers: int, width: int, repeats: int, rng) -> dict:
     alive = cc.stragglers.random(n_workers, n_workers // 10, rng)
     decoder = SmoothingMap(code.beta[alive], 0.0, code.alpha)
     y = code.encode(x)[alive]
-    return medians(
+    return median_seconds(
         {
             "enc all": lambda _: with_limit(False, lambda: code.encode(x)),
             "enc one": lambda _: with_limit(True, lambda: code.encode(x)),
@@ -284,7 +278,7 @@ def blas_threads(sizes, width, repeats, spinners, rng):
         with _arraylib.one_blas_thread:
             pass
 
-    t = medians({"fresh": fresh, "kept": kept, "ours": ours}, 200)
+    t = median_seconds({"fresh": fresh, "kept": kept, "ours": ours}, 200)
     print(
         f"cost of limiting, per call: threadpool_limits {t['fresh'] * 1e6:.0f} us, a kept controller's "
         f"limit {t['kept'] * 1e6:.1f} us, ours {t['ours'] * 1e6:.1f} us "
@@ -311,14 +305,14 @@ def adaptive_row(n: int, width: int, repeats: int, rng) -> tuple[dict, dict]:
 
         return call
 
-    new = medians({"spline": fresh(spline), "adaptive": fresh(adaptive)}, repeats, setup)
+    new = median_seconds({"spline": fresh(spline), "adaptive": fresh(adaptive)}, repeats, setup)
     alive, y = setup(0)
     spline.decode(y, alive), adaptive.decode(y, alive)  # warm the caches
 
     def again(code):
         return lambda _: code.decode(y, alive)
 
-    return new, medians({"spline": again(spline), "adaptive": again(adaptive)}, repeats)
+    return new, median_seconds({"spline": again(spline), "adaptive": again(adaptive)}, repeats)
 
 
 def adaptive_cost(sizes, widths, repeats, rng):

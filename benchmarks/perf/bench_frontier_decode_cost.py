@@ -12,7 +12,8 @@ the ends of the two intervals crossed.
 from __future__ import annotations
 
 import argparse
-import time
+import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -21,14 +22,13 @@ from codedcomputing.codes import ManifoldGCC
 from codedcomputing.experiments import frontier
 from codedcomputing.experiments.records import interval
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import interleaved
+
 
 def timed(call, repeats: int) -> np.ndarray:
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        seconds.append(time.perf_counter() - start)
-    return np.array(seconds)
+    """Seconds of each of ``repeats`` calls of ``call`` (no arguments)."""
+    return interleaved({"call": lambda _: call()}, repeats)["call"]
 
 
 def main() -> None:

@@ -43,7 +43,7 @@ import torch
 import codedcomputing as cc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
-from common import interleaved
+from common import median_seconds
 
 STRAGGLE = 0.2
 
@@ -70,8 +70,7 @@ def median_times(named: dict, repeats: int, device: torch.device) -> dict[str, f
         synchronize(device)
         return time.perf_counter()
 
-    calls = {name: (lambda _, fn=fn: fn()) for name, fn in named.items()}
-    return {name: float(np.median(t)) for name, t in interleaved(calls, repeats, clock=clock).items()}
+    return median_seconds({name: (lambda _, fn=fn: fn()) for name, fn in named.items()}, repeats, clock=clock)
 
 
 # name -> (largest N measured, constructor from (K, N))
