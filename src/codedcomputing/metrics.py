@@ -45,7 +45,13 @@ def mse(est, truth) -> float:
 
 
 def relative_accuracy(est, truth) -> float:
-    """Fraction of inputs whose argmax of ``est`` matches the argmax of ``truth`` = f(x)."""
+    """Argmax agreement: the fraction of inputs whose argmax of ``est`` matches the argmax of
+    ``truth`` = f(x), the model's own answer.
+
+    The papers' "relative accuracy": accuracy relative to the model run without coding, not
+    to the labels (that is :func:`accuracy`). For an ``f`` whose outputs are not scores, the
+    number has no meaning; use :func:`mse`.
+    """
     e, t = _paired_rows(est, truth)
     return float(np.mean(_argmax_rows(e, "est") == _argmax_rows(t, "truth")))
 

@@ -1,5 +1,9 @@
-"""Straggler patterns: which workers return. Each returns the sorted indices of the
-workers that do (``alive``), drawn from an explicit seed or ``numpy.random.Generator``."""
+"""Straggler patterns: which workers return. Each function draws the stragglers and returns
+the others, the workers that do return (``alive``, sorted, as ``Code.decode`` takes it),
+from an explicit seed or ``numpy.random.Generator``::
+
+    alive = cc.stragglers.random(50, 5, rng=0)  # 45 workers: 5 random ones straggle
+"""
 
 from __future__ import annotations
 
@@ -16,16 +20,18 @@ def _check(num_workers, num_stragglers) -> tuple[int, int]:
 
 
 def random(num_workers: int, num_stragglers: int, rng) -> np.ndarray:
-    """``num_stragglers`` workers chosen uniformly at random straggle."""
+    """The ``num_workers - num_stragglers`` workers that return, sorted, when
+    ``num_stragglers`` workers chosen uniformly at random straggle."""
     num_workers, num_stragglers = _check(num_workers, num_stragglers)
     rng = check_rng(rng)
     return np.sort(rng.choice(num_workers, size=num_workers - num_stragglers, replace=False))
 
 
 def contiguous(num_workers: int, num_stragglers: int, rng) -> np.ndarray:
-    """A block of ``num_stragglers`` consecutive workers straggles (the worst case for
-    splines: the largest possible gap). Its start is uniform over the ``num_workers -
-    num_stragglers + 1`` positions that fit; it does not wrap around."""
+    """The ``num_workers - num_stragglers`` workers that return, sorted, when a block of
+    ``num_stragglers`` consecutive workers straggles (the worst case for splines: the
+    largest possible gap). Its start is uniform over the ``num_workers - num_stragglers + 1``
+    positions that fit; it does not wrap around."""
     num_workers, num_stragglers = _check(num_workers, num_stragglers)
     rng = check_rng(rng)
     start = int(rng.integers(0, num_workers - num_stragglers + 1))
@@ -33,7 +39,8 @@ def contiguous(num_workers: int, num_stragglers: int, rng) -> np.ndarray:
 
 
 def bernoulli(num_workers: int, p: float, rng) -> np.ndarray:
-    """Each worker straggles independently with probability ``p`` in [0, 1)."""
+    """The workers that return, sorted, when each worker straggles independently with
+    probability ``p`` in [0, 1) (possibly none return)."""
     num_workers = check_count(num_workers, "num_workers", 1)
     p = check_probability(p, "p", allow_one=False)
     rng = check_rng(rng)

@@ -30,8 +30,9 @@ class Report(PerWorker):
 
     - ``workers``: the call's :class:`~codedcomputing.runtime.record.WorkerRecord`; its
       fields read through: ``latency`` (``(N,)`` seconds from dispatch to each worker's
-      arrival, NaN if never in time), ``compute_s``, ``alive`` (workers whose results were
-      taken, in arrival order), ``failed`` (``{worker: reason}``: raised, crashed, NaN or
+      arrival, NaN if never in time), ``compute_s``, ``alive`` (workers whose usable results
+      were taken, in arrival order, erasures included: :attr:`Result.alive` is the decode's,
+      sorted), ``failed`` (``{worker: reason}``: raised, crashed, NaN or
       mis-shaped output), ``dropped`` (not waited for), ``delays`` and ``faults`` (what was
       injected).
     - ``encode_s``, ``wait_s``, ``decode_s``, ``total_s``: the call's time split (``wait_s``
@@ -128,7 +129,15 @@ def _few(items: list, shown: int = 8) -> str:
 
 @dataclass(eq=False)
 class Result:
-    """``estimates`` ``(K, ...)`` of ``f(x_k)``; ``alive``: the workers used, sorted; ``report``."""
+    """What :meth:`CodedExecutor.run` returns.
+
+    - ``estimates``: ``(K, ...)`` estimates of ``f(x_k)``;
+    - ``alive``: the workers whose results the decode used, sorted: the decode's
+      ``Decoded.alive`` (``report.decoded.alive``), without the erasures (results with NaN or
+      inf, ``report.decoded.erased``);
+    - ``report``: the run's :class:`Report`, whose ``report.alive`` is every usable result
+      taken, in arrival order (the rows of the gathered results).
+    """
 
     estimates: object
     alive: np.ndarray

@@ -18,7 +18,8 @@ class WorkerRecord:
       failed), injected delay included; NaN for workers that never arrived in time.
     - ``compute_s``: ``(N,)`` seconds ``f`` ran on each worker that arrived (NaN where
       unknown; 0 on a simulated cluster).
-    - ``alive``: the workers whose usable results were taken, in arrival order.
+    - ``alive``: the workers whose usable results were taken, in arrival order: row ``i`` of
+      the gathered results is worker ``alive[i]``'s (a decode's ``alive`` is sorted).
     - ``failed``: ``{worker: reason}`` for workers that arrived with an exception or an
       unusable output; ``dropped``: workers that had not arrived when the call ended
       (slow, hung, or cancelled), sorted.
