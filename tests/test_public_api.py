@@ -128,6 +128,51 @@ def test_the_counting_reads_every_public_module_and_skips_private_ones():
     assert not any(part.startswith("_") for module in found for part in module.split("."))
 
 
+# -- the names decided (docs/design/api-names.rst) ------------------------------------------
+
+
+def test_the_three_alive_hold_the_same_workers_in_their_stated_orders():
+    """Report.alive: arrival order, the rows of the gathered results; Result.alive and
+    Decoded.alive: sorted, without erasures."""
+    import numpy as np
+
+    import codedcomputing as cc
+
+    code = cc.GCC(4, 12)
+    cluster = cc.SimulatedCluster(delays=cc.delays.ShiftedExponential(rate=1.0, scale=1.0), seed=3)
+    X = np.linspace(-1.0, 1.0, 8).reshape(4, 2)
+    result = cc.CodedExecutor(code, np.tanh, cluster).run(X, wait_for=9)
+    report = result.report
+    arrival = report.latency[report.alive]
+    assert np.all(np.diff(arrival) >= 0) and not np.all(np.diff(report.alive) > 0)
+    np.testing.assert_array_equal(result.alive, np.sort(report.alive))
+    np.testing.assert_array_equal(result.alive, report.decoded.alive)
+    # a result with NaN is an erasure: the decode's alive leaves it out, sorted
+    Y = np.tanh(code.encode(X))[[7, 2, 5, 0, 9]]
+    Y[1] = np.nan
+    with pytest.warns(cc.NonFiniteResultWarning):
+        decoded = code.decode_details(Y, [7, 2, 5, 0, 9])
+    assert decoded.alive.tolist() == [0, 5, 7, 9] and decoded.erased.tolist() == [2]
+
+
+def test_a_straggler_pattern_returns_the_workers_that_return():
+    import codedcomputing as cc
+
+    assert len(cc.stragglers.random(50, 5, rng=0)) == 45
+    assert cc.stragglers.contiguous(10, 3, rng=0).size == 7
+    assert cc.stragglers.bernoulli(10, 0.0, rng=0).tolist() == list(range(10))
+
+
+def test_points_assignment_is_told_its_kind_and_gradient_coding_has_no_codes_registry():
+    import codedcomputing as cc
+
+    with pytest.raises(TypeError, match="kind"):
+        cc.points.assignment(5)  # the codes' defaults differ (natural; ManifoldGCC golden)
+    assert cc.points.assignment(5, "natural").tolist() == [0, 1, 2, 3, 4]
+    assert cc.GCC(4, 12).get_params()["assignment"] == "natural"
+    assert not hasattr(cc.gradient_coding, "CODES") and "gcc" in cc.CODES
+
+
 def main(argv: list[str]) -> None:
     found = exported(Path(argv[0]) if argv else SRC)
     for module, names in found.items():
