@@ -195,6 +195,7 @@ def test_pages_say_how_each_experiment_ran_and_the_index_lists_every_page(tmp_pa
     assert "2 experiment(s), on the full and quick grids: 3 claims, 1 held, 1 not held, 1 not measured" in (
         index.astext()
     )
+    assert "No page yet: stragglers, latency, manifold," in index.astext()
     assert re.search(
         r"\.\. toctree::\n   :maxdepth: 1\n\n   polynomial\n   rates\n", (docs / "index.rst").read_text()
     )

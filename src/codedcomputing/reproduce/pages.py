@@ -277,6 +277,12 @@ def _index(docs_dir: Path) -> Path:
         )
     if rows:
         doc.table(("experiment", "claims", "grid", "seed", "version", "commit", "time", "finished"), rows)
+    missing = [name for name in EXPERIMENTS if name not in records]
+    if missing:
+        doc.paragraph(
+            f"No page yet: {', '.join(missing)} (`coded reproduce --only {','.join(missing)} --docs DIR` "
+            "writes them)."
+        )
     text = to_rst(doc, docs_dir)
     if names:
         text += "\n.. toctree::\n   :maxdepth: 1\n\n" + "".join(f"   {name}\n" for name in names)
