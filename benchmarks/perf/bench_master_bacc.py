@@ -63,6 +63,10 @@ def bacc_at(rev: str):
     replace = {
         "from .cauchy import": "from ._cauchy_baseline import",
         "from ..spline.berrut import": "from ..spline._berrut_baseline import",
+        # read_only moved from codes.base to _arraylib
+        "from .base import Code, by_worker, read_only": (
+            "from .base import Code, by_worker\nfrom .._arraylib import read_only"
+        ),
     }
     load_module_at(rev, "spline/cauchy", "_cauchy_baseline", replace)
     load_module_at(rev, "spline/berrut", "_berrut_baseline", replace)
