@@ -155,7 +155,7 @@ def _experiment_page(part, out_dir: Path, docs_dir: Path, *, quick: bool, seed: 
         "figures": figures,
     }
     doc = Document(part.name)
-    doc.paragraph(f"{module.SUMMARY[0].upper()}{module.SUMMARY[1:]}.")
+    doc.paragraph(f"What it runs: {module.SUMMARY}.")
     papers = [paper.title for paper in PAPERS.values() if part.name in paper.experiments]
     doc.paragraph(
         f"It tests the claims of: {'; '.join(papers)}. Every number and figure below was computed by "
@@ -173,6 +173,11 @@ def _experiment_page(part, out_dir: Path, docs_dir: Path, *, quick: bool, seed: 
             ("seed", str(seed)),
             ("codedcomputing", __version__),
             ("commit", commit),
+            *[
+                (key, part.environment[key])
+                for key in ("python", "platform", "CPUs")
+                if key in part.environment
+            ],
             ("time", ("failed after " if part.status == "failed" else "") + _duration(part.seconds)),
             ("finished", part.finished or "-"),
             ("to regenerate", f"`{rerun}`"),
