@@ -22,6 +22,8 @@ version = ".".join(release.split(".")[:2])
 extensions = ["sphinx.ext.autodoc", "numpydoc"]
 
 # docs/design/ holds design notes in markdown, read on their own, not part of this site.
+# docs/results/ is part of it: pages and figures written by ``coded reproduce --docs docs/results``
+# (reached from the root toctree's ``results/index``), not edited by hand.
 exclude_patterns = ["_build", "design", "Thumbs.db", ".DS_Store"]
 root_doc = "index"
 
