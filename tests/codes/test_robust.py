@@ -480,3 +480,27 @@ def test_the_lambda_rules_pick_the_squared_losss_lambda_per_decode():
             cc.RobustGCC(9, 60, 3, M, lambda_rule="pilot", **bad)
     with pytest.raises(ValueError, match="lambda_rule"):
         cc.RobustGCC(9, 60, 3, M, loss="squared", lambda_rule="sup")
+
+
+def test_scale_none_is_resolved_per_loss_and_held_as_given():
+    """``scale=None`` stays None in get_params and the repr; the constant in use is the
+    loss's (DEFAULT_SCALES), and an explicit scale is used as given."""
+    for loss, constant in (("tukey", 0.0), ("huber", 1e-8), ("squared", 1.0)):
+        code = cc.RobustGCC(9, 100, 5, loss=loss)
+        assert code.scale is None and code.get_params()["scale"] is None and "scale" not in repr(code)
+        assert code.schedule_scale == constant
+        assert code.lambda_dec == pytest.approx(robust_lambda(5, 100, "mse", constant))
+        again = type(code)(**code.get_params())
+        assert again.scale is None and again.lambda_dec == code.lambda_dec
+    given = cc.RobustGCC(9, 100, 5, loss="squared", scale=0.25)
+    assert given.scale == given.schedule_scale == 0.25 and "scale=0.25" in repr(given)
+    assert given.lambda_dec == pytest.approx(0.25 * robust_lambda(5, 100))
+    with pytest.raises(ValueError, match=r"^scale"):
+        cc.RobustGCC(9, 100, 5, scale=-1.0)
+
+
+def test_decoder_is_refused_pointing_to_decode():
+    """The robust decode depends on the results (clipping, weights): no decoder(alive) map."""
+    code = cc.RobustGCC(9, 100, 5, bound=10.0, loss="squared")
+    with pytest.raises(ValueError, match=r"decode\(Y, alive\)"):
+        code.decoder(np.arange(100))

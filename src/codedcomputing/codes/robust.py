@@ -173,10 +173,12 @@ class RobustGCC(GCC):
         (the squared and Huber losses then interpolate every result: no protection).
     schedule : {"mse", "sup"}, default "mse"
         Which schedule sets the default ``lambda_dec`` (:func:`robust_lambda`).
-    scale : float, optional
-        The schedule's constant, >= 0; default 1 for the squared loss, 1e-8 for Huber and 0
-        for Tukey (``DEFAULT_SCALES``: a deterministic ``f`` leaves nothing to smooth once
-        the liars weigh nothing; noisy honest results want a positive one).
+    scale : float or None, default None
+        The schedule's constant, >= 0. None: per loss, 1 for the squared loss, 1e-8 for
+        Huber and 0 for Tukey (``DEFAULT_SCALES``: a deterministic ``f`` leaves nothing to
+        smooth once the liars weigh nothing; noisy honest results want a positive one); the
+        constant in use is :attr:`schedule_scale`. ``scale`` is held as given (None stays
+        None, in :meth:`get_params` and the repr).
     loss : {"tukey", "squared", "huber", "median"}, default "tukey"
         The decoder's loss (step 2 or 3), or ``"median"``: the block medians of step 3's
         start, joined linearly and read at ``alpha`` (a median-style decoder, ``O(N d)``;
@@ -254,14 +256,12 @@ class RobustGCC(GCC):
                 f"lambda_rule={self.lambda_rule!r} picks the squared loss's lambda at every decode: it "
                 f"takes loss='squared' and no lambda_dec, got loss={loss!r}, lambda_dec={lambda_dec!r}"
             )
-        self._scale_given = scale
-        scale = DEFAULT_SCALES[self.loss] if scale is None else scale
-        self.scale = check_number(scale, "scale", low=0.0)
+        self.scale = None if scale is None else check_number(scale, "scale", low=0.0)
         self.start = check_choice(start, "start", STARTS)
         self.iterations = check_count(iterations, "iterations", 1, 100)
         num_workers = check_count(num_workers, "num_workers", self.min_workers)
         if lambda_dec is None:
-            lam = robust_lambda(self.num_adversaries, num_workers, self.schedule, self.scale)
+            lam = robust_lambda(self.num_adversaries, num_workers, self.schedule, self.schedule_scale)
         else:
             if isinstance(lambda_dec, str):
                 raise ValueError(
@@ -281,10 +281,27 @@ class RobustGCC(GCC):
             assignment=assignment,
         )
 
+    @property
+    def schedule_scale(self) -> float:
+        """The schedule's constant in use: ``scale``, or when it is None the loss's
+        (``DEFAULT_SCALES``: 1 for the squared loss, 1e-8 for Huber, 0 for Tukey)."""
+        return DEFAULT_SCALES[self.loss] if self.scale is None else self.scale
+
     def get_params(self) -> dict:
         params = super().get_params()
-        params["lambda_dec"], params["scale"] = self._lambda_given, self._scale_given
+        params["lambda_dec"] = self._lambda_given  # None: the schedule's, as given
         return params
+
+    def decoder(self, alive):
+        """Refused: the robust decode clips the results and (for the Huber and Tukey losses)
+        reweights them, so it depends on the results, not only on ``alive``; there is no
+        fixed decoder to return. Raises ``ValueError``; decode with :meth:`decode` or
+        :meth:`decode_details`."""
+        raise ValueError(
+            "RobustGCC has no decoder(alive): its decode clips the results and reweights them, so it "
+            "depends on Y as well as alive; decode with code.decode(Y, alive) or code.decode_details(Y, "
+            "alive)"
+        )
 
     @property
     def linear(self) -> bool:
