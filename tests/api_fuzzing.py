@@ -82,31 +82,35 @@ The extensions (ManifoldGCC, ThinPlateCode, ``layout``; RobustGCC, ``robust_lamb
 ``block_medians``, ApproxIFER, the attacks, ``faults.Adversarial`` and ``faults.corrupt``;
 ``gradient_coding``) follow the conventions above, plus these decisions:
 
-- Scope: every name in the ``__all__`` of ``codes/manifold.py``, ``layout.py``,
+- Scope: every name in the ``__all__`` of ``codes/manifold.py``, ``codes/layout.py``,
   ``codes/robust.py``, ``adversaries.py``, ``runtime/faults.py`` and ``gradient_coding``
   that is a callable (a class: its constructor and public methods, inherited ones included:
   ``encode``, ``decode``, ``decode_details``, ``complete``, ``decoder``/``decoder_matrix``).
   ``thin_plate_map`` is in no ``__all__`` and says "No checks are performed": not fuzzed.
-  ``layout`` is the math layer, but public (its ``__all__``, the API reference): its
-  arguments are checked like ``spline.fit``'s.
+  ``codes/layout.py`` exports only the layout objects ManifoldGCC takes; its checked math
+  functions (not exported) are fuzzed all the same: their arguments are checked like
+  ``spline.fit``'s. ``RobustGCC.decoder`` refuses by design (its decode depends on the
+  results): not fuzzed.
 - Promises: a valid code's own ``promised_case`` is run 2-4 times by the constructor's check
   (and by ``bind``'s, on the bound code) with ``testing.check_promise``'s tolerance,
   ``1e-8 max(1, |f(X)|)``: "to rounding" is the promise's own word, so a ``promised_case``
   that picks an ill-conditioned set of results fails it. ``type(code)(**code.get_params())``
   must rebuild an equal code (``Code.get_params``).
-- ManifoldGCC: ``neighbours`` >= K is valid (k is clamped; the docstring's example has the
-  default 10 with K = 8); ``dimensions`` is any count >= 1 (at most K - 1 are used). A
+- ManifoldGCC: ``layout`` omitted, a name or a layout object (options drawn as for the layout
+  classes' own targets); another object or name is invalid. Layout options: ``neighbours``
+  >= K is valid (k is clamped; the docstring's example has the default 10 with K = 8);
+  ``dimensions`` is any count >= 1 (at most K - 1 are used). A
   ``reference`` far from the batch is valid (batches are drawn near the origin, half the
   references 30-1000 away; few ``neighbours`` are drawn often, so that a far batch's graph
   links only to itself): the layout must still be one. Batches with a repeated input (one
-  in ten) are valid. ``lambda_dec="gcv"`` with ``design="thin-plate"``, and
+  in ten) are valid. ``lambda_dec="gcv"`` with the thin-plate layout, and
   ``decoding="adaptive"``/``"gap-aware"`` with ``lambda_dec > 0``, are invalid (either
   name counts). ``bind(X)`` with rows unlike the reference's samples is invalid (``X``).
   ``ManifoldGCC.decode`` (unbound) refusing with a ``ValueError`` that says to ``bind`` is
   its documented answer (``"ok"``); invalid ``Y``/``alive`` must still be named.
 - ``bind``'s result: a GCC whose ``layout.order`` is a permutation of 0..K-1, with
   ``alpha`` (= ``layout.alpha``) increasing along it, on workers' points when systematic
-  and K <= N, ``design="none"`` keeping the batch's order; or for ``"thin-plate"`` a
+  and K <= N, the row-order layout keeping the batch's order; or for the thin-plate one a
   ThinPlateCode with sites ``(K, m)``, ``1 <= m <= min(dimensions, K - 1)``, in
   ``[-1, 1]^m``, each a worker site when systematic and 1 < K <= N. Systematic exactness:
   systematic, K <= N, both lambdas 0 and every worker returned, ``decode(sin(encode(X)))``
@@ -2040,6 +2044,7 @@ def _bad_array_common(shape: tuple, d: Draw) -> list:
 # -- ManifoldGCC and ThinPlateCode -----------------------------------------------------------
 
 MANIFOLD = cc.codes.manifold
+LAYOUTS = cc.codes.layout
 
 
 def _manifold_decoding_valid(d: Draw, ctx: dict):
@@ -2049,14 +2054,21 @@ def _manifold_decoding_valid(d: Draw, ctx: dict):
     return omit_or(d, 0.5, lambda: d.pick(options))
 
 
+def _design_of(layout) -> str:
+    """The design a drawn ``layout`` argument names (omitted: the default chain)."""
+    if layout is OMIT:
+        return "chain"
+    return layout if isinstance(layout, str) else layout.design
+
+
 def _manifold_lambda_dec_valid(d: Draw, ctx: dict):
-    if ctx.get("design", OMIT) == "thin-plate":
+    if _design_of(ctx.get("layout", OMIT)) == "thin-plate":
         return _lambda_valid(d, ctx)
     return _lambda_dec_valid(d, ctx)
 
 
 def _manifold_bad_lambda_dec(d: Draw, ctx: dict) -> list:
-    return [*_bad_lambda_dec(d, ctx), ("gcv-with-thin-plate", "gcv", {"design": "thin-plate"})]
+    return [*_bad_lambda_dec(d, ctx), ("gcv-with-thin-plate", "gcv", {"layout": "thin-plate"})]
 
 
 def _manifold_bad_decoding(d: Draw, ctx: dict) -> list:
@@ -2089,12 +2101,59 @@ def _bad_reference(d: Draw, ctx: dict) -> list:
     ]
 
 
+def _layout_option_params(design: str) -> tuple[Param, ...]:
+    """The options of the layout class named ``design`` (its constructor's parameters)."""
+    if design == "thin-plate":
+        own = (
+            Param(
+                "dimensions",
+                lambda d, ctx: omit_or(d, 0.5, lambda: int_like(d, d.int(1, 4))),
+                bad_count(1, name="dimensions"),
+            ),
+            Param("embedding", _choice_valid(LAYOUTS.EMBEDDINGS), bad_choice(LAYOUTS.EMBEDDINGS)),
+        )
+    else:
+        own = (Param("spacing", _choice_valid(LAYOUTS.SPACINGS), bad_choice(LAYOUTS.SPACINGS)),)
+    return (
+        *own,
+        Param("reference", _reference_valid, _bad_reference),
+        Param(
+            "neighbours",  # few, often: with few neighbours a far batch links only to itself
+            lambda d, ctx: omit_or(d, 0.3, lambda: int_like(d, d.pick((1, 2, 3, d.int(1, 12))))),
+            bad_count(1, name="neighbours"),
+        ),
+    )
+
+
+def _layout_valid(d: Draw, ctx: dict):
+    """ManifoldGCC's ``layout``: omitted, a name, or a layout object with drawn options."""
+    if d.coin(0.3):
+        return OMIT
+    design = d.pick(tuple(LAYOUTS.LAYOUTS))
+    if d.coin(0.25):
+        return design
+    options = {}
+    for param in _layout_option_params(design):
+        value = param.valid(d, options)
+        if value is not OMIT:
+            options[param.name] = value
+    return LAYOUTS.LAYOUTS[design](**options)
+
+
+def _bad_layout(d: Draw, ctx: dict) -> list:
+    return [
+        *bad_choice(tuple(LAYOUTS.LAYOUTS))(d, ctx),
+        ("base-class", LAYOUTS.BatchLayout()),
+        ("a-class", LAYOUTS.ChainLayout),
+    ]
+
+
 def _manifold_params() -> tuple[Param, ...]:
     n_of = lambda ctx: int(ctx["num_workers"])  # noqa: E731
     return (
         Param("num_inputs", lambda d, ctx: int_like(d, d.int(1, 8)), bad_count(1, name="num_inputs")),
         Param("num_workers", _num_workers_valid, bad_count(2, name="num_workers")),
-        Param("design", _choice_valid(MANIFOLD.DESIGNS, 0.3), bad_choice(MANIFOLD.DESIGNS)),
+        Param("layout", _layout_valid, _bad_layout),
         Param("lambda_enc", _lambda_valid, _bad_lambda),
         Param("lambda_dec", _manifold_lambda_dec_valid, _manifold_bad_lambda_dec),
         Param(
@@ -2102,24 +2161,37 @@ def _manifold_params() -> tuple[Param, ...]:
             _manifold_decoding_valid,
             bad_choice_of(cc.codes.gcc.DECODINGS, _manifold_bad_decoding),
         ),
-        Param("spacing", _choice_valid(MANIFOLD.SPACINGS), bad_choice(MANIFOLD.SPACINGS)),
-        Param("reference", _reference_valid, _bad_reference),
-        Param(
-            "neighbours",  # few, often: with few neighbours a far batch links only to itself
-            lambda d, ctx: omit_or(d, 0.3, lambda: int_like(d, d.pick((1, 2, 3, d.int(1, 12))))),
-            bad_count(1, name="neighbours"),
-        ),
         Param("systematic", _flag_valid, bad_flag),
-        Param(
-            "dimensions",
-            lambda d, ctx: omit_or(d, 0.5, lambda: int_like(d, d.int(1, 4))),
-            bad_count(1, name="dimensions"),
-        ),
-        Param("embedding", _choice_valid(MANIFOLD.EMBEDDINGS), bad_choice(MANIFOLD.EMBEDDINGS)),
         Param("points", _points_valid, bad_choice(("chebyshev", "equispaced"))),
         Param("beta", _explicit_points(n_of), bad_points(n_of)),
         Param("assignment", _choice_valid(("golden", "natural")), bad_choice(("golden", "natural"))),
     )
+
+
+def _check_layout_object(out, kw: dict, cls) -> str | None:
+    """A layout object of ``cls`` holding the options given (the reference as float64 rows,
+    read-only), rebuilt equal by its get_params, and immutable."""
+    if type(out) is not cls:
+        return f"returned {type(out).__name__}, not a {cls.__name__}"
+    params = out.get_params()
+    for name, value in kw.items():
+        if value is OMIT:
+            continue
+        if name == "reference":
+            if value is None:
+                continue
+            rows = np.asarray(value, dtype=np.float64).reshape(len(value), -1)
+            if not np.array_equal(out.reference, rows) or out.reference.flags.writeable:
+                return "reference is not the samples given as read-only float64 rows"
+        elif params[name] != value:
+            return f"{name}={params[name]!r}, given {value!r}"
+    if type(out)(**params) != out:
+        return "type(layout)(**layout.get_params()) is not an equal layout"
+    try:
+        out.neighbours = 3
+    except AttributeError:
+        return None
+    return "a layout's option could be set after it was built"
 
 
 def _sites_valid(d: Draw, ctx: dict):
@@ -2217,7 +2289,7 @@ def _check_layout(bound, code, X) -> str | None:
     if code.design == "thin-plate":
         if not isinstance(bound, MANIFOLD.ThinPlateCode) or not isinstance(lay, MANIFOLD.SiteLayout):
             return f"design='thin-plate' bound a {type(bound).__name__} with layout {type(lay).__name__}"
-        most = max(1, min(code.dimensions, k - 1))  # "at most K - 1 are used"
+        most = max(1, min(code.layout.dimensions, k - 1))  # "at most K - 1 are used"
         sites, workers = np.asarray(lay.sites), np.asarray(lay.worker_sites)
         m = sites.shape[1] if sites.ndim == 2 else -1
         if sites.shape != (k, m) or workers.shape != (n, m) or not 1 <= m <= most:
@@ -2255,9 +2327,10 @@ def _check_layout(bound, code, X) -> str | None:
 
 
 def _reference_trailing(kwargs: dict) -> tuple | None:
-    """The trailing shape of the samples in a ManifoldGCC's ``reference`` argument (None: none)."""
-    reference = kwargs.get("reference", OMIT)
-    return None if reference is OMIT or reference is None else tuple(_shape(reference)[1:])
+    """The width of the samples in a ManifoldGCC's layout's reference (None: none)."""
+    layout = kwargs.get("layout", OMIT)
+    reference = getattr(layout, "reference", None)
+    return None if reference is None else (reference.shape[1],)
 
 
 def _batch_for(num_inputs: int, trailing: tuple | None, d: Draw | None = None, seed: int = 0):
@@ -2908,7 +2981,7 @@ def _check_fault_corrupt(out, kw: dict) -> str | None:
 
 # -- codedcomputing.layout ---------------------------------------------------------------------
 
-LAYOUT = cc.layout
+LAYOUT = cc.codes.layout  # the checked math functions: not exported, fuzzed all the same
 
 
 def _cloud(d: Draw, lo: int = 1, hi: int = 12, dims: int | None = None) -> np.ndarray:
@@ -4359,7 +4432,7 @@ class BoundSpec:
     def __init__(self, d: Draw, *, thin_plate: bool | None = None):
         for _ in range(20):
             spec = draw_code(d, "manifold")
-            design = spec.kwargs.get("design", "chain")
+            design = _design_of(spec.kwargs.get("layout", OMIT))
             if thin_plate is not None and (design == "thin-plate") != thin_plate:
                 continue
             X = _batch_for(spec.kwargs["num_inputs"], _reference_trailing(spec.kwargs), d)
@@ -4778,6 +4851,15 @@ def _extension_targets() -> list[Target]:
     ):
         cls = EXTENSION_CODE_CLASSES[kind]
         targets.append(Target(EXTENSION_CLASS_NAMES[kind], CODE_PARAMS[kind], lambda kw, cls=cls: cls, check))
+    for design, cls in LAYOUTS.LAYOUTS.items():  # the layout objects ManifoldGCC takes
+        targets.append(
+            Target(
+                f"layout.{cls.__name__}",
+                _layout_option_params(design),
+                lambda kw, cls=cls: cls,
+                lambda out, kw, cls=cls: _check_layout_object(out, kw, cls),
+            )
+        )
 
     manifold = _code_param(("manifold",))
     targets += [
@@ -4818,7 +4900,7 @@ def _extension_targets() -> list[Target]:
     targets += _layout_targets()
 
     robust = _code_param(("robust",))
-    targets += _code_methods("RobustGCC", robust, decoder="decoder", minimum=2)
+    targets += _code_methods("RobustGCC", robust, minimum=2)  # no decoder: it refuses (its docstring)
     targets += [
         Target("RobustGCC.clip", _clip_params(robust), _method("clip"), _check_clip),
         Target(

@@ -209,7 +209,7 @@ def test_bacc_stays_on_the_device(pretend_device, num_inputs, num_workers):
     [
         {"decoding": "spline", "degraded": "spline"},
         {"decoding": "spline", "degraded": "input-space"},  # its kernel map crosses at each decode
-        {"design": "thin-plate"},
+        {"layout": "thin-plate"},
     ],
 )
 def test_bound_manifold_code_stays_on_the_device(pretend_device, options):

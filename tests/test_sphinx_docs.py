@@ -49,7 +49,7 @@ API = {
     "metrics": ["codedcomputing.metrics"],
     "stragglers": ["codedcomputing.stragglers"],
     "points": ["codedcomputing.points"],
-    "layout": ["codedcomputing.layout"],
+    "layout": ["codedcomputing.codes.layout"],
     "errors": ["codedcomputing.errors"],
     "experiments": ["codedcomputing.experiments"],
     "reproduce": ["codedcomputing.reproduce", "codedcomputing.reproduce.claims"],

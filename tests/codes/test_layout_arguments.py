@@ -12,7 +12,8 @@ import pytest
 import scipy.sparse
 
 import codedcomputing as cc
-from codedcomputing import layout
+from codedcomputing.codes import layout
+from codedcomputing.codes.layout import ChainLayout
 from codedcomputing.codes.manifold import ThinPlateCode
 
 RNG = np.random.default_rng(0)
@@ -355,9 +356,12 @@ def test_reference_embeddings_take_at_most_m_minus_2_dimensions():
 
 
 def test_manifold_gcc_refuses_a_complex_reference():
-    refuses(lambda: cc.ManifoldGCC(4, 12, reference=SAMPLES + 0.5j), "reference")
+    refuses(lambda: cc.ManifoldGCC(4, 12, layout=ChainLayout(reference=SAMPLES + 0.5j)), "reference")
     torch = pytest.importorskip("torch")
-    refuses(lambda: cc.ManifoldGCC(4, 12, reference=torch.ones(5, 2, dtype=torch.complex64)), "reference")
+    refuses(
+        lambda: cc.ManifoldGCC(4, 12, layout=ChainLayout(reference=torch.ones(5, 2, dtype=torch.complex64))),
+        "reference",
+    )
 
 
 def test_thin_plate_code_takes_repeated_sites_as_a_bound_code_shares_them():
@@ -368,7 +372,7 @@ def test_thin_plate_code_takes_repeated_sites_as_a_bound_code_shares_them():
     np.testing.assert_allclose(code.decode(code.encode(X)[alive], alive), X, atol=1e-9)
     X = RNG.normal(size=(5, 3))
     X[4] = X[1]  # identical inputs share a site
-    bound = cc.ManifoldGCC(5, 15, design="thin-plate").bind(X)
+    bound = cc.ManifoldGCC(5, 15, layout="thin-plate").bind(X)
     np.testing.assert_array_equal(bound.sites[4], bound.sites[1])
     est = bound.decode(np.tanh(bound.encode(X)), np.arange(15))
     np.testing.assert_allclose(est, np.tanh(X), atol=1e-7)  # systematic: exact with every worker
@@ -377,7 +381,7 @@ def test_thin_plate_code_takes_repeated_sites_as_a_bound_code_shares_them():
 def test_a_ragged_reference_is_refused_naming_it():
     # numpy's own error for a ragged nested list names no parameter (found by the API fuzzer)
     with pytest.raises(ValueError, match=r"^reference must be an array of samples of one shape"):
-        cc.ManifoldGCC(5, 7, reference=[[0.5], [0.5, 0.5], [0.5], [0.5, 0.5], [0.5]])
+        cc.ManifoldGCC(5, 7, layout=ChainLayout(reference=[[0.5], [0.5, 0.5], [0.5], [0.5, 0.5], [0.5]]))
 
 
 @pytest.mark.parametrize("num_workers", [7, 8])
@@ -385,7 +389,7 @@ def test_a_systematic_thin_plate_batch_of_equal_inputs_sits_on_a_worker(num_work
     # all inputs equal: one site, at 0; a worker is placed there so the promise of a systematic
     # code (each input's site a worker's site, its answer f(x_k) bit for bit) still holds
     X = np.repeat(np.array([[1.434, 0.236, 0.8608]]), 3, axis=0)
-    bound = cc.ManifoldGCC(3, num_workers, design="thin-plate", systematic=True).bind(X)
+    bound = cc.ManifoldGCC(3, num_workers, systematic=True, layout="thin-plate").bind(X)
     assert bound.systematic
     worker = bound.systematic_workers[0]
     assert worker >= 0 and np.all(bound.worker_sites[worker] == bound.sites[0])

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import codedcomputing as cc
-from codedcomputing import layout
+from codedcomputing.codes import layout
+from codedcomputing.codes.layout import ChainLayout, SpectralLayout, ThinPlateLayout
 from codedcomputing.testing import check_code
 
 
@@ -24,11 +25,13 @@ def curve(t: np.ndarray, dim: int = 40, seed: int = 0) -> np.ndarray:
     "make",
     [
         lambda k, n: cc.ManifoldGCC(k, n),
-        lambda k, n: cc.ManifoldGCC(k, n, design="spectral", spacing="rank"),
-        lambda k, n: cc.ManifoldGCC(k, n, design="pca"),
-        lambda k, n: cc.ManifoldGCC(k, n, reference=np.random.default_rng(1).normal(size=(30, 3))),
+        lambda k, n: cc.ManifoldGCC(k, n, layout=SpectralLayout(spacing="rank")),
+        lambda k, n: cc.ManifoldGCC(k, n, layout="pca"),
         lambda k, n: cc.ManifoldGCC(
-            k, n, design="spectral", reference=np.random.default_rng(2).normal(size=(30, 3))
+            k, n, layout=ChainLayout(reference=np.random.default_rng(1).normal(size=(30, 3)))
+        ),
+        lambda k, n: cc.ManifoldGCC(
+            k, n, layout=SpectralLayout(reference=np.random.default_rng(2).normal(size=(30, 3)))
         ),
     ],
     ids=["chain-arc", "spectral-rank", "pca", "chain-reference", "spectral-reference"],
@@ -40,19 +43,19 @@ def test_every_design_passes_the_conformance_suite(make):
 @pytest.mark.parametrize(
     "make",
     [
-        lambda k, n: cc.ManifoldGCC(k, n, design="thin-plate"),
-        lambda k, n: cc.ManifoldGCC(k, n, design="thin-plate", systematic=False, lambda_dec=1e-3),
-        lambda k, n: cc.ManifoldGCC(k, n, design="thin-plate", embedding="eigenmaps", dimensions=3),
+        lambda k, n: cc.ManifoldGCC(k, n, layout="thin-plate"),
+        lambda k, n: cc.ManifoldGCC(k, n, systematic=False, lambda_dec=1e-3, layout="thin-plate"),
+        lambda k, n: cc.ManifoldGCC(k, n, layout=ThinPlateLayout(embedding="eigenmaps", dimensions=3)),
         lambda k, n: cc.ManifoldGCC(k, n, systematic=False),
         lambda k, n: cc.ManifoldGCC(
             k,
             n,
-            design="thin-plate",
-            embedding="eigenmaps",
-            reference=np.random.default_rng(1).normal(size=(30, 3)),
+            layout=ThinPlateLayout(
+                embedding="eigenmaps", reference=np.random.default_rng(1).normal(size=(30, 3))
+            ),
         ),
         lambda k, n: cc.ManifoldGCC(
-            k, n, design="thin-plate", reference=np.random.default_rng(1).normal(size=(30, 3))
+            k, n, layout=ThinPlateLayout(reference=np.random.default_rng(1).normal(size=(30, 3)))
         ),
     ],
     ids=[
@@ -162,18 +165,22 @@ def test_executor_run_and_map_bind_each_batch():
 
 
 def test_bad_options_and_inputs_name_the_parameter():
-    with pytest.raises(ValueError, match="design"):
-        cc.ManifoldGCC(5, 10, design="tsp")
+    with pytest.raises(ValueError, match=r"^layout must be a layout object"):
+        cc.ManifoldGCC(5, 10, layout="tsp")
+    with pytest.raises(ValueError, match=r"^layout must be"):
+        cc.ManifoldGCC(5, 10, layout=cc.codes.layout.BatchLayout())
     with pytest.raises(ValueError, match="spacing"):
-        cc.ManifoldGCC(5, 10, spacing="even")
+        cc.ManifoldGCC(5, 10, layout=ChainLayout(spacing="even"))
     with pytest.raises(ValueError, match="neighbours"):
-        cc.ManifoldGCC(5, 10, neighbours=0)
+        cc.ManifoldGCC(5, 10, layout=ChainLayout(neighbours=0))
     with pytest.raises(ValueError, match="reference"):
-        cc.ManifoldGCC(5, 10, reference=np.full((4, 3), np.nan))
+        cc.ManifoldGCC(5, 10, layout=ChainLayout(reference=np.full((4, 3), np.nan)))
     with pytest.raises(ValueError, match="reference"):
-        cc.ManifoldGCC(5, 10, reference=np.ones((1, 3)))
+        cc.ManifoldGCC(5, 10, layout=ChainLayout(reference=np.ones((1, 3))))
     with pytest.raises(ValueError, match="reference"):
-        cc.ManifoldGCC(5, 10, reference=np.random.default_rng(0).normal(size=(8, 3))).bind(np.ones((5, 4)))
+        cc.ManifoldGCC(
+            5, 10, layout=ChainLayout(reference=np.random.default_rng(0).normal(size=(8, 3)))
+        ).bind(np.ones((5, 4)))
     with pytest.raises(ValueError, match="X"):
         cc.ManifoldGCC(5, 10).bind(np.ones((4, 3)))
     with pytest.raises(ValueError, match="lambda_dec"):
@@ -210,7 +217,7 @@ def test_the_thin_plate_code_reproduces_affine_functions_of_the_sites():
     rng = np.random.default_rng(6)
     X = rng.normal(size=(12, 30))
     for lam in (0.0, 0.5):
-        bound = cc.ManifoldGCC(12, 60, lam, design="thin-plate").bind(X)
+        bound = cc.ManifoldGCC(12, 60, lam, layout="thin-plate").bind(X)
         a, b = rng.normal(size=5), rng.normal(size=(2, 5))
         coded = bound.encode(a + bound.sites @ b)
         np.testing.assert_allclose(coded, a + bound.worker_sites @ b, atol=1e-9)
@@ -222,7 +229,7 @@ def test_the_thin_plate_decoder_falls_back_with_few_results():
     """Two results (fewer than m + 1 = 3): the least-norm affine fit, here the line
     through them; the estimates are finite and between the two values along it."""
     rng = np.random.default_rng(7)
-    bound = cc.ManifoldGCC(8, 40, design="thin-plate").bind(rng.normal(size=(8, 5)))
+    bound = cc.ManifoldGCC(8, 40, layout="thin-plate").bind(rng.normal(size=(8, 5)))
     alive = [3, 17]
     Y = np.array([[1.0], [3.0]])
     est = bound.decode(Y, alive)
@@ -240,7 +247,7 @@ def test_systematic_codes_recover_every_input_exactly_when_its_worker_returns():
     rng = np.random.default_rng(8)
     X = curve(rng.uniform(0, 1, 10))
     for design in ("chain", "thin-plate"):
-        bound = cc.ManifoldGCC(10, 50, design=design).bind(X)
+        bound = cc.ManifoldGCC(10, 50, layout=design).bind(X)
         alive = np.arange(50)
         np.testing.assert_allclose(bound.decode(np.tanh(bound.encode(X)), alive), np.tanh(X), atol=1e-9)
     alpha = cc.ManifoldGCC(10, 50).bind(X).layout.alpha
@@ -305,7 +312,7 @@ def test_the_hull_design_is_a_farthest_point_cover(dimensions):
 def test_a_permuted_batch_gets_the_permuted_sites():
     rng = np.random.default_rng(12)
     X, perm = rng.normal(size=(9, 6)), rng.permutation(9)
-    code = cc.ManifoldGCC(9, 45, design="thin-plate")
+    code = cc.ManifoldGCC(9, 45, layout="thin-plate")
     a, b = code.bind(X), code.bind(X[perm])
     np.testing.assert_allclose(b.sites, a.sites[perm], atol=1e-10)
     np.testing.assert_allclose(np.sort(b.worker_sites, axis=0), np.sort(a.worker_sites, axis=0), atol=1e-10)
@@ -313,11 +320,11 @@ def test_a_permuted_batch_gets_the_permuted_sites():
 
 def test_thin_plate_options_are_checked():
     with pytest.raises(ValueError, match="embedding"):
-        cc.ManifoldGCC(5, 10, design="thin-plate", embedding="tsne")
+        cc.ManifoldGCC(5, 10, layout=ThinPlateLayout(embedding="tsne"))
     with pytest.raises(ValueError, match="dimensions"):
-        cc.ManifoldGCC(5, 10, design="thin-plate", dimensions=0)
+        cc.ManifoldGCC(5, 10, layout=ThinPlateLayout(dimensions=0))
     with pytest.raises(ValueError, match="lambda_dec"):
-        cc.ManifoldGCC(5, 10, design="thin-plate", lambda_dec="gcv")
+        cc.ManifoldGCC(5, 10, lambda_dec="gcv", layout="thin-plate")
     with pytest.raises(ValueError, match="systematic"):
         cc.ManifoldGCC(5, 10, systematic="yes")
     from codedcomputing.codes.manifold import ThinPlateCode
@@ -337,7 +344,7 @@ def test_a_bound_thin_plate_code_is_rebuilt_from_its_params():
     X = rng.normal(size=(7, 4))
     X[[4, 6]] = X[1]
     for lambdas in ((0.0, 0.0), (1e-3, 1e-2)):
-        bound = cc.ManifoldGCC(7, 21, *lambdas, design="thin-plate").bind(X)
+        bound = cc.ManifoldGCC(7, 21, *lambdas, layout="thin-plate").bind(X)
         assert np.unique(bound.sites, axis=0).shape[0] == 5  # the repeated inputs share a site
         again = ThinPlateCode(**bound.get_params())
         assert repr(again) == repr(bound)
@@ -352,10 +359,10 @@ def test_a_bound_thin_plate_code_is_rebuilt_from_its_params():
 def test_centripetal_spacing_uses_the_square_roots_of_the_chords():
     rng = np.random.default_rng(9)
     X = curve(np.sort(rng.uniform(0, 1, 9)))[rng.permutation(9)]
-    bound = cc.ManifoldGCC(9, 30, spacing="centripetal", systematic=False).bind(X)
+    bound = cc.ManifoldGCC(9, 30, systematic=False, layout=ChainLayout(spacing="centripetal")).bind(X)
     ordered = X[bound.layout.order]
     gaps = np.sqrt(np.linalg.norm(np.diff(ordered, axis=0), axis=1))
     expected = layout.arc_positions(gaps, cc.GCC(9, 30).alpha)
     np.testing.assert_allclose(bound.layout.alpha[bound.layout.order], expected, rtol=1e-10, atol=1e-12)
     with pytest.raises(ValueError, match="spacing"):
-        cc.ManifoldGCC(9, 30, spacing="sqrt")
+        cc.ManifoldGCC(9, 30, layout=ChainLayout(spacing="sqrt"))

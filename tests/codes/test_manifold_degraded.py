@@ -133,7 +133,7 @@ def test_not_applied_to_thin_plate_or_non_systematic_layouts():
     assert type(cc.ManifoldGCC(6, 9, systematic=False).bind(X)) is cc.GCC
     with pytest.warns(cc.errors.MoreInputsThanWorkersWarning):
         assert type(cc.ManifoldGCC(6, 4).bind(X)) is cc.GCC  # K > N: not snapped
-    assert not isinstance(cc.ManifoldGCC(6, 9, design="thin-plate").bind(X), InputSpaceGCC)
+    assert not isinstance(cc.ManifoldGCC(6, 9, layout="thin-plate").bind(X), InputSpaceGCC)
 
 
 def test_both_options_pass_the_conformance_suite():

@@ -16,9 +16,19 @@ from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 from scipy.spatial.distance import cdist
 
 import codedcomputing as cc
-from codedcomputing import layout
+from codedcomputing.codes import layout
+from codedcomputing.codes.layout import LAYOUTS, ChainLayout, PCALayout, SpectralLayout, ThinPlateLayout
 from codedcomputing.codes.manifold import MAX_THIN_PLATE_POINTS, ThinPlateCode, thin_plate_map
 from layouts import BATCH_KINDS, hard_batch
+
+CODE_OPTIONS = {"assignment", "systematic", "degraded", "decoding", "points"}
+
+
+def manifold(num_inputs, num_workers, design="chain", **options):
+    """``ManifoldGCC(num_inputs, num_workers)`` with ``options``: the code's own
+    (:data:`CODE_OPTIONS`) and those of the layout named ``design``."""
+    code = {key: options.pop(key) for key in CODE_OPTIONS & options.keys()}
+    return cc.ManifoldGCC(num_inputs, num_workers, layout=LAYOUTS[design](**options), **code)
 
 
 def fuzzed_batch(rng):
@@ -51,7 +61,7 @@ def test_near_duplicates_off_the_reference_are_laid_out_and_recovered(neighbours
     for seed in range(8):
         rng = np.random.default_rng(seed)
         reference, X = rng.normal(size=(200, 5)), fuzzed_batch(rng)
-        code = cc.ManifoldGCC(16, 48, reference=reference, neighbours=neighbours)
+        code = cc.ManifoldGCC(16, 48, layout=ChainLayout(reference=reference, neighbours=neighbours))
         bound = code.bind(X)
         assert_valid_line_layout(bound, 16)
         assert bound.layout.components > 1  # the pieces were joined, and the layout says so
@@ -61,7 +71,9 @@ def test_near_duplicates_off_the_reference_are_laid_out_and_recovered(neighbours
         assert np.all(np.isfinite(distances))
         np.testing.assert_allclose(distances, distances.T, rtol=1e-12)
         assert np.all(distances >= cdist(X, X) * (1 - 1e-12) - 1e-12)  # never below the straight line
-        tp = cc.ManifoldGCC(16, 48, reference=reference, neighbours=neighbours, design="thin-plate").bind(X)
+        tp = cc.ManifoldGCC(16, 48, layout=ThinPlateLayout(reference=reference, neighbours=neighbours)).bind(
+            X
+        )
         np.testing.assert_allclose(tp.decode(f(tp.encode(X)), np.arange(48)), f(X), atol=1e-12)
 
 
@@ -69,7 +81,7 @@ def test_a_connected_graph_reports_one_component():
     rng = np.random.default_rng(1)
     reference = rng.normal(size=(200, 3))
     assert layout.Reference(reference, 10).components == 1
-    code = cc.ManifoldGCC(8, 24, reference=reference)
+    code = cc.ManifoldGCC(8, 24, layout=ChainLayout(reference=reference))
     assert code.bind(rng.normal(size=(8, 3))).layout.components == 1
 
 
@@ -82,8 +94,8 @@ def test_components_count_the_pieces_of_the_batch_graph_a_layout_used():
     pieces = connected_components(graph, directed=False)[0]
     assert pieces == 2
     for options in ({"design": "spectral"}, {"design": "thin-plate", "embedding": "eigenmaps"}):
-        assert cc.ManifoldGCC(16, 48, neighbours=3, **options).bind(X).layout.components == pieces
-    assert cc.ManifoldGCC(16, 48, neighbours=3).bind(X).layout.components == 1
+        assert manifold(16, 48, neighbours=3, **options).bind(X).layout.components == pieces
+    assert cc.ManifoldGCC(16, 48, layout=ChainLayout(neighbours=3)).bind(X).layout.components == 1
 
 
 def test_joined_links_are_a_minimum_spanning_tree_of_the_pieces():
@@ -115,7 +127,7 @@ def test_a_reference_that_falls_apart_is_joined_and_counted():
     reference = np.r_[rng.normal(size=(20, 2)), 100.0 + rng.normal(size=(20, 2))]
     prepared = layout.Reference(reference, 8)
     assert prepared.components == 2 and connected_components(prepared.graph, directed=False)[0] == 1
-    code = cc.ManifoldGCC(6, 18, reference=reference, neighbours=8, design="spectral")
+    code = cc.ManifoldGCC(6, 18, layout=SpectralLayout(reference=reference, neighbours=8))
     X = np.r_[rng.normal(size=(3, 2)), 100.0 + rng.normal(size=(3, 2))]
     bound = code.bind(X)
     assert_valid_line_layout(bound, 6)
@@ -182,12 +194,14 @@ def check_bound(code, X, rng):
 def test_line_layouts_keep_their_invariants_on_hard_batches(kind, options):
     rng = np.random.default_rng([BATCH_KINDS.index(kind), len(options)])
     for k, n, d in ((1, 4, 3), (2, 5, 1), (3, 3, 2), (8, 20, 4), (16, 48, 5)):
-        code = cc.ManifoldGCC(k, n, **options)
+        code = manifold(k, n, **options)
         check_bound(code, hard_batch(kind, rng, k, d), rng)
         if kind not in ("huge", "tiny"):  # a reference, clustered like the batch or not
             reference = np.r_[rng.normal(size=(30, d)), hard_batch(kind, rng, 10, d)]
             check_bound(
-                cc.ManifoldGCC(k, n, reference=reference, **options), hard_batch(kind, rng, k, d), rng
+                manifold(k, n, reference=reference, **options),
+                hard_batch(kind, rng, k, d),
+                rng,
             )
 
 
@@ -196,11 +210,13 @@ def test_line_layouts_keep_their_invariants_on_hard_batches(kind, options):
 def test_thin_plate_layouts_keep_their_invariants_on_hard_batches(kind, options):
     rng = np.random.default_rng([BATCH_KINDS.index(kind), len(options), 1])
     for k, n, d in ((1, 4, 3), (2, 5, 1), (3, 5, 1), (8, 20, 4), (16, 40, 5)):
-        check_bound(cc.ManifoldGCC(k, n, **options), hard_batch(kind, rng, k, d), rng)
+        check_bound(manifold(k, n, **options), hard_batch(kind, rng, k, d), rng)
         if kind not in ("huge", "tiny"):
             reference = np.r_[rng.normal(size=(30, d)), hard_batch(kind, rng, 10, d)]
             check_bound(
-                cc.ManifoldGCC(k, n, reference=reference, **options), hard_batch(kind, rng, k, d), rng
+                manifold(k, n, reference=reference, **options),
+                hard_batch(kind, rng, k, d),
+                rng,
             )
 
 
@@ -220,7 +236,7 @@ def test_estimates_come_back_in_the_batch_row_order(options):
             X = hard_batch(kind, rng, 12, 4)
             X = X[np.unique(X, axis=0, return_index=True)[1]]  # distinct rows: ties among
             k, n = len(X), 3 * len(X)  # identical ones are the one thing left to row order
-            code = cc.ManifoldGCC(k, n, **options)
+            code = manifold(k, n, **options)
             perm, alive = rng.permutation(k), np.sort(rng.choice(n, max(2, n - n // 4), replace=False))
             a, b = code.bind(X), code.bind(X[perm])
             f = squash(X)
@@ -242,9 +258,9 @@ def test_inputs_on_a_line_through_an_affine_f_are_exact():
     for _ in range(4):
         X = hard_batch("line", rng, 10, 6)
         for options in [*LINE_DESIGNS.values(), *SITE_DESIGNS.values()]:
-            bound = cc.ManifoldGCC(10, 30, **options).bind(X)
+            bound = manifold(10, 30, **options).bind(X)
             np.testing.assert_allclose(bound.decode(f(bound.encode(X)), np.arange(30)), f(X), atol=1e-10)
-        bound = cc.ManifoldGCC(10, 30, design="thin-plate").bind(X)
+        bound = cc.ManifoldGCC(10, 30, layout="thin-plate").bind(X)
         assert bound.sites.shape == (10, 1)
         alive = np.sort(rng.choice(30, int(rng.integers(2, 31)), replace=False))
         np.testing.assert_allclose(bound.decode(f(bound.encode(X))[alive], alive), f(X), atol=1e-9)
@@ -257,7 +273,7 @@ def test_distinct_inputs_never_share_a_thin_plate_site():
     rng = np.random.default_rng(7)
     reference = rng.normal(size=(40, 3))
     for options in ({"neighbours": 1}, {"neighbours": 1, "reference": reference}, {}):
-        code = cc.ManifoldGCC(12, 36, design="thin-plate", embedding="eigenmaps", **options)
+        code = manifold(12, 36, design="thin-plate", embedding="eigenmaps", **options)
         for kind in ("tight-duplicates", "exact-duplicates", "clusters"):
             X = hard_batch(kind, rng, 12, 3)
             sites = code.bind(X).sites
@@ -323,9 +339,11 @@ def test_relabelling_thin_plate_workers_does_not_change_the_estimates():
     rng = np.random.default_rng(10)
     for kind in ("normal", "near-duplicates", "clusters", "line"):
         X = hard_batch(kind, rng, 10, 4)
-        bound = cc.ManifoldGCC(10, 30, design="thin-plate").bind(X)
+        bound = cc.ManifoldGCC(10, 30, layout="thin-plate").bind(X)
         perm = rng.permutation(30)
-        twin = ThinPlateCode(10, 30, sites=bound.sites, worker_sites=bound.worker_sites[perm])
+        twin = ThinPlateCode(
+            10, 30, sites=bound.sites, worker_sites=bound.worker_sites[perm], systematic=bound.systematic
+        )
         label = np.argsort(perm)  # worker w is the twin's worker label[w]
         Y = np.tanh(bound.encode(X))
         np.testing.assert_allclose(twin.encode(X), bound.encode(X)[perm], rtol=1e-12, atol=1e-12)
@@ -360,7 +378,7 @@ def test_layouts_do_not_depend_on_a_common_offset_or_the_scale():
     the chain, spectral, PCA and thin-plate designs."""
     rng = np.random.default_rng(12)
     for options in [{}, {"design": "spectral"}, {"design": "pca"}, {"design": "thin-plate"}]:
-        code = cc.ManifoldGCC(12, 36, **options)
+        code = manifold(12, 36, **options)
         for _ in range(4):
             X = rng.normal(size=(12, 6))
             base = code.bind(X)
@@ -377,7 +395,7 @@ def test_inputs_whose_distances_overflow_are_refused_naming_X():
     X = 1e306 * np.random.default_rng(13).normal(size=(6, 50))
     for design in ("chain", "thin-plate", "pca"):
         with pytest.raises(ValueError, match="X"):
-            cc.ManifoldGCC(6, 18, design=design).bind(X)
+            cc.ManifoldGCC(6, 18, layout=design).bind(X)
 
 
 def test_arc_positions_and_mds_are_scale_free_and_refuse_bad_gaps():
@@ -404,9 +422,9 @@ def test_arc_positions_and_mds_are_scale_free_and_refuse_bad_gaps():
 def test_sizes_beyond_the_documented_limits_are_refused_before_allocating():
     start = time.perf_counter()
     with pytest.raises(ValueError, match="num_workers"):
-        cc.ManifoldGCC(16, 200_000, design="thin-plate")  # refused at once, allocating nothing
+        cc.ManifoldGCC(16, 200_000, layout="thin-plate")  # refused at once, allocating nothing
     with pytest.raises(ValueError, match="num_workers"):
-        cc.ManifoldGCC(16, MAX_THIN_PLATE_POINTS + 1, design="thin-plate")
+        cc.ManifoldGCC(16, MAX_THIN_PLATE_POINTS + 1, layout="thin-plate")
     with pytest.raises(ValueError, match="num_inputs"):
         ThinPlateCode(MAX_THIN_PLATE_POINTS + 1, 10, sites=np.zeros((1, 1)), worker_sites=np.zeros((10, 1)))
     with pytest.raises(ValueError, match="num_workers"):
@@ -415,11 +433,11 @@ def test_sizes_beyond_the_documented_limits_are_refused_before_allocating():
         warnings.simplefilter("ignore")
         for design in ("chain", "spectral"):
             with pytest.raises(ValueError, match="num_inputs"):
-                cc.ManifoldGCC(layout.MAX_POINTS + 1, layout.MAX_POINTS + 1, design=design)
+                cc.ManifoldGCC(layout.MAX_POINTS + 1, layout.MAX_POINTS + 1, layout=design)
         with pytest.raises(ValueError, match="num_inputs"):
-            cc.ManifoldGCC(200_000, 200_000, design="pca", reference=np.zeros((3, 2)))
+            cc.ManifoldGCC(200_000, 200_000, layout=PCALayout(reference=np.zeros((3, 2))))
     with pytest.raises(ValueError, match="reference"):
-        cc.ManifoldGCC(5, 10, reference=np.zeros((layout.MAX_POINTS + 1, 1)))
+        cc.ManifoldGCC(5, 10, layout=ChainLayout(reference=np.zeros((layout.MAX_POINTS + 1, 1))))
     with pytest.raises(ValueError, match="count"):
         layout.hull_design(np.random.default_rng(0).normal(size=(5, 2)), layout.MAX_POINTS + 1)
     assert time.perf_counter() - start < 5.0  # refused, not attempted
@@ -429,7 +447,7 @@ def test_pca_without_a_reference_takes_large_batches():
     """No K x K matrix for design="pca" (the gaps come from consecutive differences)."""
     k = layout.MAX_POINTS + 2_000
     X = np.random.default_rng(15).normal(size=(k, 3))
-    bound = cc.ManifoldGCC(k, k + 10, design="pca").bind(X)
+    bound = cc.ManifoldGCC(k, k + 10, layout="pca").bind(X)
     assert_valid_line_layout(bound, k)
 
 

@@ -201,14 +201,14 @@ def test_manifold_thin_plate_bound_code_names_the_workers_at_the_inputs_sites():
     rng = np.random.default_rng(7)
     X = rng.normal(size=(8, 5))
     X[5] = X[2]  # identical inputs share a site: the first of them is the worker's
-    bound = cc.ManifoldGCC(8, 20, design="thin-plate").bind(X)
+    bound = cc.ManifoldGCC(8, 20, layout="thin-plate").bind(X)
     workers = bound.systematic_workers
     assert bound.systematic and (np.delete(workers, 5) >= 0).all() and workers[5] == -1
     np.testing.assert_array_equal(bound.worker_sites[workers[workers >= 0]], bound.sites[workers >= 0])
     np.testing.assert_array_equal(bound.encode(X)[workers[:5]], X[:5])
     rebuilt = type(bound)(**bound.get_params())
     np.testing.assert_array_equal(rebuilt.systematic_inputs, bound.systematic_inputs)
-    plain = cc.ManifoldGCC(8, 20, design="thin-plate", systematic=False).bind(X)
+    plain = cc.ManifoldGCC(8, 20, layout="thin-plate", systematic=False).bind(X)
     assert not plain.systematic and (plain.systematic_workers == -1).all()
 
 

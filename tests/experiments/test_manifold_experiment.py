@@ -12,7 +12,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from codedcomputing.cli import app
-from codedcomputing.codes.manifold import DESIGNS
+from codedcomputing.codes.layout import LAYOUTS
 from codedcomputing.experiments import EXPERIMENTS, manifold, redraw, run_experiment
 from codedcomputing.experiments.records import means, read_csv
 
@@ -35,7 +35,7 @@ def test_schemes_are_gcc_bacc_and_a_manifold_gcc_per_design():
     assert names[:4] == ("gcc", "gcc-golden", "manifold-gcc", "manifold-gcc-reference")
     assert names[-2:] == ("bacc", "bacc-ordered")
     default = manifold.ManifoldGCC(2, 2).design
-    others = {f"manifold-gcc-{design}" for design in DESIGNS if design != default}
+    others = {f"manifold-gcc-{design}" for design in LAYOUTS if design != default}
     assert "manifold-gcc-none" in others
     assert set(names[4:-2]) == others and len(names) == len(set(names))
     assert EXPERIMENTS["manifold"] is manifold

@@ -12,21 +12,20 @@ import scipy.linalg
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import connected_components
 
-from .. import _arraylib, layout
+from .. import _arraylib
 from .._validation import MAX_COUNT, check_choice, check_count, check_flag, check_number, check_real_array
 from ..points import make_points
 from ..spline import check_lambda
+from . import layout as layouts
 from .base import Code, by_worker
 from .gcc import GCC
 from .input_space import AMPLITUDE, LENGTH, RIDGE, kernel_map
+from .layout import BatchLayout, as_layout
 
 __all__ = [
     "DEGRADED",
-    "DESIGNS",
-    "EMBEDDINGS",
     "INPUT_SPACE_MAX_RATIO",
     "MAX_THIN_PLATE_POINTS",
-    "SPACINGS",
     "InputSpaceGCC",
     "Layout",
     "ManifoldGCC",
@@ -34,9 +33,6 @@ __all__ = [
     "ThinPlateCode",
 ]
 
-DESIGNS = ("chain", "spectral", "pca", "thin-plate", "none")
-SPACINGS = ("arc", "centripetal", "rank")
-EMBEDDINGS = ("isomap", "eigenmaps")
 DEGRADED = ("auto", "input-space", "spline")
 # "auto" decodes missing inputs in input space up to this many workers per input, else by the spline
 INPUT_SPACE_MAX_RATIO = 3.0
@@ -117,9 +113,9 @@ def thin_plate_map(knots: np.ndarray, smoothing: float, targets: np.ndarray) -> 
     if n < m + 1 or np.linalg.matrix_rank(poly_knots) < m + 1:
         return poly_targets @ np.linalg.pinv(poly_knots)
     system = np.zeros((n + m + 1, n + m + 1))
-    system[:n, :n] = _thin_plate_kernel(layout._pairwise_distances(knots)) + smoothing * np.eye(n)
+    system[:n, :n] = _thin_plate_kernel(layouts._pairwise_distances(knots)) + smoothing * np.eye(n)
     system[:n, n:], system[n:, :n] = poly_knots, poly_knots.T
-    to_knots = layout._pairwise_distances(targets, knots)
+    to_knots = layouts._pairwise_distances(targets, knots)
     basis = np.c_[_thin_plate_kernel(to_knots), poly_targets]
     by_rows = len(targets) < n
     rhs = basis.T if by_rows else np.r_[np.eye(n), np.zeros((m + 1, n))]
@@ -162,7 +158,7 @@ def _thin_plate_kernel(r: np.ndarray) -> np.ndarray:
 class ThinPlateCode(Code):
     r"""A code on an ``m``-dimensional layout: input ``k`` at a site ``z_k`` in R^m, worker
     ``n`` at ``w_n``, thin-plate smoothing splines as encoder and decoder
-    (:meth:`ManifoldGCC.bind` with ``design="thin-plate"`` returns one per batch)::
+    (:meth:`ManifoldGCC.bind` with ``layout="thin-plate"`` returns one per batch)::
 
         u_enc = argmin_u (1/K) sum_k ||u(z_k) - x_k||^2 + lambda_enc ||u||_phi^2    (worker n: u_enc(w_n))
         u_dec = argmin_u (1/|F|) sum_{n in F} ||u(w_n) - y_n||^2 + lambda_dec ||u||_phi^2  (x_k: u_dec(z_k))
@@ -413,15 +409,19 @@ class InputSpaceGCC(GCC):
         missing = np.flatnonzero((workers >= 0) & ~np.isin(workers, alive))
         if missing.size == 0:
             return estimates, info
+        # built on the returned workers in the order of their points, so that which worker
+        # carries which point (a label) does not change even the rounding of the kernel's solve
+        by_point = np.argsort(self.beta[alive], kind="stable")
         mapping = kernel_map(
             self._coded_batch,
-            alive,
+            alive[by_point],
             self.batch[missing],
             amplitude=self.amplitude,
             length=self.length,
             ridge=RIDGE,
         )
-        values = _arraylib.apply_matrix(mapping, Y)  # mapping's columns follow alive's order, as Y's rows
+        mapping = np.ascontiguousarray(mapping[:, np.argsort(by_point)])  # in alive's order, as Y's rows
+        values = _arraylib.apply_matrix(mapping, Y)
         if not _arraylib.is_torch(estimates) and (
             not estimates.flags.writeable or np.may_share_memory(estimates, Y)
         ):
@@ -450,12 +450,13 @@ def _site_inputs(sites: np.ndarray, worker_sites: np.ndarray) -> np.ndarray:
 
 
 def _canonical_map(knots: np.ndarray, smoothing: float, targets: np.ndarray) -> np.ndarray:
-    """:func:`thin_plate_map` built on the knots in lexicographic order, its columns put back
-    in the knots' order: which worker carries which site, or which row an input is in, are
-    labels, and must not change even the rounding of an ill-conditioned solve."""
-    canonical = np.lexsort(knots.T[::-1])
-    mapped = thin_plate_map(knots[canonical], smoothing, targets)
-    return np.ascontiguousarray(mapped[:, np.argsort(canonical)])
+    """:func:`thin_plate_map` built on the knots and the targets in lexicographic order, its
+    columns and rows put back in their order: which worker carries which site, or which row
+    an input is in, are labels, and must not change even the rounding of an ill-conditioned
+    solve (a matrix product rounds a row differently by where it sits in the block)."""
+    canonical, rows = np.lexsort(knots.T[::-1]), np.lexsort(targets.T[::-1])
+    mapped = thin_plate_map(knots[canonical], smoothing, targets[rows])
+    return np.ascontiguousarray(mapped[np.argsort(rows)][:, np.argsort(canonical)])
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -483,9 +484,9 @@ def _separate(sites: np.ndarray) -> np.ndarray:
     (eigenmaps of a graph that fell apart, one reference neighbour), where no interpolant
     takes both values. Each cluster of sites within ``1e-6`` of each other is spread around
     its mean, ``1e-3`` apart (on a segment in 1-D, a circle otherwise), in row order: what
-    :func:`~codedcomputing.layout.arc_positions` does with zero gaps on a line."""
+    ``arc_positions`` does with zero gaps on a line."""
     count, m = sites.shape
-    close = layout._pairwise_distances(sites) <= _FLAT
+    close = layouts._pairwise_distances(sites) <= _FLAT
     if count < 2 or np.count_nonzero(close) == count:  # only the diagonal
         return sites
     clusters = connected_components(csr_array(close), directed=False)[1]
@@ -521,16 +522,16 @@ class _Geometry:
     def _geodesics(self) -> tuple[np.ndarray, int]:
         """``(matrix, components)``: the distances, and how many pieces the batch's graph
         joined to the reference's had (1 without a reference: no graph)."""
-        reference = self._code._reference
+        reference = self._code.layout._reference
         if reference is None:
-            return layout._pairwise_distances(self.flat), 1
+            return layouts._pairwise_distances(self.flat), 1
         return reference._geodesics(self.flat)
 
     @functools.cached_property
     def _knn_graph(self) -> tuple[csr_array, int]:
         """``(graph, components)``: the batch's joined graph on :attr:`matrix` and how many
         pieces it had."""
-        return layout._joined_knn_graph(self.matrix, self._code.neighbours)
+        return layouts._joined_knn_graph(self.matrix, self._code.layout.neighbours)
 
     @property
     def matrix(self) -> np.ndarray:
@@ -544,7 +545,7 @@ class _Geometry:
     def components(self) -> int:
         """1 plus the shortest links added to connect the reference's graph (when the code
         has one) and the batch's graphs computed so far."""
-        reference = self._code._reference
+        reference = self._code.layout._reference
         count = 1 if reference is None else reference.components
         for computed in ("_geodesics", "_knn_graph"):
             if computed in self.__dict__:  # a cached property that has been read
@@ -556,8 +557,8 @@ class _Geometry:
         when it is geodesic or the order was read off it (the chain's, so that the spacing
         follows the distances the path minimised); else from the consecutive inputs'
         differences, ``O(K D)`` with no matrix (the pca and spectral orders)."""
-        if self._code._reference is None and self._code.design != "chain":
-            return layout._consecutive_distances(self.flat[order])
+        if self._code.layout._reference is None and self._code.design != "chain":
+            return layouts._consecutive_distances(self.flat[order])
         return self.matrix[order[:-1], order[1:]]
 
 
@@ -567,23 +568,26 @@ class ManifoldGCC(Code):
 
     Standard GCC puts input k at ``alpha_k`` in the order the batch came in, so the
     encoder's curve jumps between unrelated inputs and the workers evaluate ``f`` far from
-    the data. :meth:`bind` computes a layout for one batch (:mod:`codedcomputing.layout`):
+    the data. :meth:`bind` computes a layout for one batch, as the ``layout`` object says
+    (:mod:`codedcomputing.codes.layout`; each carries its design's options):
 
-    1. **order** (``design``): ``"chain"`` (default), a short open path through the inputs (nearest-
-       neighbour chains improved by 2-opt), on Euclidean distances, or on geodesic ones
-       (shortest paths through a k-nearest-neighbour graph) when a ``reference`` set of
-       unlabelled samples is given; ``"spectral"``, by the Fiedler vector of a
+    1. **order**: :class:`~codedcomputing.codes.layout.ChainLayout` (the default), a short
+       open path through the inputs (nearest-neighbour chains improved by 2-opt), on
+       Euclidean distances, or on geodesic ones (shortest paths through a k-nearest-neighbour
+       graph) when the layout has a ``reference`` set of unlabelled samples;
+       :class:`~codedcomputing.codes.layout.SpectralLayout`, by the Fiedler vector of a
        k-nearest-neighbour graph (of the reference set, extended to the inputs, when one is
-       given; else of the batch); ``"pca"``, by the first principal component; ``"none"``,
-       as drawn (standard GCC);
-    2. **spacing**: ``"arc"`` (default), consecutive inputs get parameters whose gaps are
-       proportional to the distance between them (chord-length parametrisation), warped
-       through GCC's own data points so that equal distances reproduce them;
-       ``"centripetal"``, gaps proportional to the distances' square roots; ``"rank"``,
-       GCC's points in the found order;
+       given; else of the batch); :class:`~codedcomputing.codes.layout.PCALayout`, by the
+       first principal component; :class:`~codedcomputing.codes.layout.RowOrderLayout`, as
+       drawn (standard GCC);
+    2. **spacing** (the layout's ``spacing``): ``"arc"`` (default), consecutive inputs get
+       parameters whose gaps are proportional to the distance between them (chord-length
+       parametrisation), warped through GCC's own data points so that equal distances
+       reproduce them; ``"centripetal"``, gaps proportional to the distances' square roots;
+       ``"rank"``, GCC's points in the found order;
     3. **systematic** (default True): each ``alpha_k`` then moved to a distinct worker's
-       point ``beta_n``, keeping the order, with the least total displacement
-       (:func:`~codedcomputing.layout.snap_to`): the worker there computes ``f(x_k)``
+       point ``beta_n``, keeping the order, with the least total displacement (``snap_to``
+       of :mod:`codedcomputing.codes.layout`): the worker there computes ``f(x_k)``
        itself, raw (the bound code is a systematic GCC: its ``systematic_workers`` name
        these workers), and a decode returns that worker's result as input k's estimate, bit
        for bit, whenever it returns (every input, with no straggler; ``info["exact"]``).
@@ -591,35 +595,36 @@ class ManifoldGCC(Code):
 
     The bound code is a :class:`~codedcomputing.GCC` with those ``alpha`` (in the batch's
     own row order, so estimates come back in input order) and this code's ``beta``,
-    lambdas and decoder; its :attr:`layout` records the order, the points, the seconds
-    the layout took and ``components``.
+    lambdas and decoder; its ``layout`` attribute (a :class:`Layout`) records the order,
+    the points, the seconds the layout took and ``components``.
 
     **Disconnected graphs.** A k-nearest-neighbour graph falls apart when part of the data
     is nearer itself than anything else (a cluster of near-duplicates of one input, a
     reference far from the batch): its pieces are joined by their shortest links (a
-    minimum spanning forest of the pieces, :func:`~codedcomputing.layout.join_components`),
+    minimum spanning forest of the pieces, ``join_components``),
     so geodesics follow the data inside each piece and a straight line between pieces, and
     the chain visits each piece in one run. ``layout.components`` counts the pieces (1: the
     graph was connected); nothing else changes, and the bound code keeps every promise.
 
-    ``design="thin-plate"`` uses more than one intrinsic dimension instead: the inputs are
-    embedded in ``m = dimensions`` coordinates (``embedding="isomap"``: classical MDS of
+    :class:`~codedcomputing.codes.layout.ThinPlateLayout` uses more than one intrinsic
+    dimension instead: the inputs are embedded in ``m = dimensions`` coordinates
+    (``embedding="isomap"``: classical MDS of
     the distances, geodesic through the reference when one is given;
     ``"eigenmaps"``: Laplacian eigenmaps of the batch's k-nearest-neighbour graph, or the
     reference's extended to the inputs), scaled into [-1, 1]^m; the workers get ``N``
     sites spread over the inputs' convex hull (a greedy maximin design over scrambled
     Sobol points, the inputs' sites among them when ``systematic``, ordered along a short
-    path so that neighbouring workers sit close: :func:`~codedcomputing.layout.hull_design`);
+    path so that neighbouring workers sit close: ``hull_design``);
     the bound code is a :class:`ThinPlateCode` (thin-plate smoothing splines as encoder
     and decoder; its ``layout`` is a :class:`SiteLayout`, with no ``order``).
     ``decoding`` does not apply to it; ``lambda_dec`` must be a number. Coordinates in which
     the batch does not spread (inputs on a line, all equal) are dropped, so ``m`` may be
     smaller than ``dimensions``.
 
-    **Sizes.** Every design but ``"pca"`` and ``"none"`` (without a reference) holds
+    **Sizes.** Every layout but the pca and row-order ones (without a reference) holds
     ``K x K`` (or ``K x M``) distances: ``num_inputs`` is at most
-    :data:`~codedcomputing.layout.MAX_POINTS` (10,000) for them and the reference at most as
-    many samples; ``"thin-plate"`` takes at most :data:`MAX_THIN_PLATE_POINTS` (2,000) inputs
+    :data:`~codedcomputing.codes.layout.MAX_POINTS` (10,000) for them and the reference at
+    most as many samples; the thin-plate layout takes at most :data:`MAX_THIN_PLATE_POINTS` (2,000) inputs
     and workers. Larger sizes raise ``ValueError`` naming the parameter, before anything is
     allocated. Inputs whose distances would overflow float64 (values near 1e300) raise
     ``ValueError`` naming ``X``; distances are computed on centred, rescaled inputs, so a
@@ -652,22 +657,18 @@ class ManifoldGCC(Code):
         ManifoldGCC's mean MSE was 0.0007-0.04x standard GCC's (natural assignment) and
         0.15-0.43x GCC's with the golden assignment too, except 0.81-1.19x at 10 of 50
         (40 and 15 paired trials). Random stragglers are unaffected by the assignment.
-    design : {"chain", "spectral", "pca", "thin-plate", "none"}, default "chain"
-        How the batch is ordered, or embedded (above).
-    spacing : {"arc", "centripetal", "rank"}, default "arc"
-        How far apart the ordered inputs' points are (above).
-    reference : array_like, optional
-        Unlabelled samples shaped like inputs (M, ...), prepared once (their own
-        k-nearest-neighbour graph): geodesic distances for ``"chain"``, the embedding for
-        ``"spectral"``.
-    neighbours : int, default 10
-        k of the k-nearest-neighbour graphs.
+    layout : layout object or str, default "chain"
+        How the batch is ordered and spaced, or embedded, with that design's options
+        (above): a :class:`~codedcomputing.codes.layout.ChainLayout`,
+        :class:`~codedcomputing.codes.layout.SpectralLayout`,
+        :class:`~codedcomputing.codes.layout.PCALayout`,
+        :class:`~codedcomputing.codes.layout.RowOrderLayout` or
+        :class:`~codedcomputing.codes.layout.ThinPlateLayout`, or the name of one
+        (``"chain"``, ``"spectral"``, ``"pca"``, ``"none"``, ``"thin-plate"``: that layout
+        with its default options). Held as the object (``code.layout``; ``code.design`` is
+        its name).
     systematic : bool, default True
         Put the inputs at workers' points (above).
-    dimensions : int, default 2
-        m, the embedding's dimension for ``design="thin-plate"`` (at most K - 1 are used).
-    embedding : {"isomap", "eigenmaps"}, default "isomap"
-        How ``design="thin-plate"`` embeds the batch (above).
     degraded : {"auto", "input-space", "spline"}, default "auto"
         How an input whose systematic worker did not return is decoded. ``"input-space"``:
         the bound code is an :class:`InputSpaceGCC`, which holds the batch and replaces the
@@ -678,8 +679,8 @@ class ManifoldGCC(Code):
         bit. ``"spline"``: GCC's own decoder for every input (the bound code a plain
         :class:`~codedcomputing.GCC`). ``"auto"`` (the default): ``"input-space"`` when
         ``N <= 3 K`` (:data:`INPUT_SPACE_MAX_RATIO`), ``"spline"`` above. It applies to the
-        chain, pca, spectral and none designs when the layout is systematic
-        (``systematic=True`` and K <= N); not to ``"thin-plate"`` (unmeasured there: that
+        chain, pca, spectral and row-order layouts when the layout is systematic
+        (``systematic=True`` and K <= N); not to the thin-plate one (unmeasured there: that
         design lost to the chain on MNIST) nor to a non-systematic layout (no input is
         exact, nothing was measured). Measured (``docs/degraded.rst``, LeNet-5 and the ViT on
         MNIST, 5% of the queries missing, 200 paired trials, held-out split): LeNet-5 at
@@ -725,70 +726,45 @@ class ManifoldGCC(Code):
         lambda_enc: float = 0.0,
         lambda_dec: float | str = 0.0,
         *,
-        design: str = "chain",
-        spacing: str = "arc",
-        reference=None,
-        neighbours: int = 10,
+        layout: BatchLayout | str = "chain",
         systematic: bool = True,
-        dimensions: int = 2,
-        embedding: str = "isomap",
         degraded: str = "auto",
         decoding: str = "auto",
         points: str = "chebyshev",
         beta=None,
         assignment: str = "golden",
     ):
-        self.design = check_choice(design, "design", DESIGNS)
-        self._check_sizes(num_inputs, num_workers, design, reference)
+        self.layout = as_layout(layout)
+        self._check_sizes(num_inputs, num_workers, self.layout)
         super().__init__(num_inputs, num_workers, points=points, beta=beta, assignment=assignment)
-        self.spacing = check_choice(spacing, "spacing", SPACINGS)
-        self.neighbours = check_count(neighbours, "neighbours", 1)
-        self.dimensions = check_count(dimensions, "dimensions", 1)
-        self.embedding = check_choice(embedding, "embedding", EMBEDDINGS)
         self.systematic = check_flag(systematic, "systematic")
         self.degraded = check_choice(degraded, "degraded", DEGRADED)
         self._input_space = self.degraded == "input-space" or (
             self.degraded == "auto" and self.num_workers <= INPUT_SPACE_MAX_RATIO * self.num_inputs
         )
-        if design == "thin-plate" and lambda_dec == "gcv":
-            raise ValueError("lambda_dec='gcv' is GCC's: design='thin-plate' takes a number >= 0")
+        if self.design == "thin-plate" and isinstance(lambda_dec, str) and lambda_dec == "gcv":
+            raise ValueError("lambda_dec='gcv' is GCC's: layout=ThinPlateLayout() takes a number >= 0")
         self.assignment, self.decoding = assignment, decoding
         # a GCC with the default alpha: checks the lambdas and the decoding, serves K = 1
         self._template = GCC(
             num_inputs, num_workers, lambda_enc, lambda_dec, decoding=decoding, beta=self.beta, points=points
         )
         self.lambda_enc, self.lambda_dec = self._template.lambda_enc, self._template.lambda_dec
-        self.reference = None if reference is None else self._check_reference(reference)
-        self._reference = (
-            None
-            if reference is None
-            else layout.Reference._of_points(self.reference, self.neighbours, "reference")
-        )
+
+    @property
+    def design(self) -> str:
+        """The layout's name: ``"chain"``, ``"spectral"``, ``"pca"``, ``"thin-plate"`` or
+        ``"none"`` (the batch's row order)."""
+        return self.layout.design
 
     @staticmethod
-    def _check_sizes(num_inputs, num_workers, design: str, reference) -> None:
+    def _check_sizes(num_inputs, num_workers, layout: BatchLayout) -> None:
         """Refuse sizes whose layout would not fit, before anything is allocated."""
-        most = MAX_THIN_PLATE_POINTS if design == "thin-plate" else MAX_COUNT
+        most = MAX_THIN_PLATE_POINTS if layout.design == "thin-plate" else MAX_COUNT
         num_inputs = check_count(num_inputs, "num_inputs", 1, most)
         check_count(num_workers, "num_workers", 2, most)
-        if design in ("chain", "spectral") or reference is not None:  # K x K distances
-            layout.check_size(num_inputs, "num_inputs")
-
-    @staticmethod
-    def _check_reference(reference) -> np.ndarray:
-        try:
-            rows = len(reference) if hasattr(reference, "__len__") and np.ndim(reference) > 0 else -1
-        except ValueError:  # numpy refuses ragged nested lists
-            raise ValueError(
-                f"reference must be an array of samples of one shape (M, ...), got a ragged {reference!r:.80}"
-            ) from None
-        if rows < 2:
-            raise ValueError(f"reference must hold at least 2 samples (M, ...), got {reference!r:.80}")
-        layout.check_size(rows, "reference")
-        array = _arraylib.check_inputs(reference, rows, "reference")
-        if _arraylib.is_complex(array):
-            raise ValueError(f"reference must hold real numbers, got dtype {array.dtype}")
-        return _arraylib.to_float64(array)
+        if layout.design in ("chain", "spectral") or layout.reference is not None:  # K x K distances
+            layouts.check_size(num_inputs, "num_inputs")
 
     @property
     def min_results(self) -> int:
@@ -796,27 +772,28 @@ class ManifoldGCC(Code):
 
     def bind(self, X) -> GCC | InputSpaceGCC | ThinPlateCode:
         """The code for the batch ``X``: a :class:`~codedcomputing.GCC` with the batch's
-        order and spacing (``layout``: a :class:`Layout`), an :class:`InputSpaceGCC` (a GCC
-        holding the batch) when the layout is systematic and ``degraded`` resolves to
-        ``"input-space"``, or
-        for ``design="thin-plate"`` a :class:`ThinPlateCode` on the batch's embedding
-        (``layout``: a :class:`SiteLayout`)."""
+        order and spacing (its ``layout`` attribute: a :class:`Layout`), an
+        :class:`InputSpaceGCC` (a GCC holding the batch) when the layout is systematic and
+        ``degraded`` resolves to ``"input-space"``, or for a
+        :class:`~codedcomputing.codes.layout.ThinPlateLayout` a :class:`ThinPlateCode` on the
+        batch's embedding (its ``layout`` attribute: a :class:`SiteLayout`)."""
         X = _arraylib.check_inputs(X, self.num_inputs)
         if _arraylib.is_complex(X):  # the layout needs real distances
             raise ValueError(f"X must be real for a batch layout, got complex {X.dtype}")
         start = time.perf_counter()
         flat = _arraylib.to_float64(X)
-        if self.reference is not None and flat.shape[1] != self.reference.shape[1]:
+        reference = self.layout.reference
+        if reference is not None and flat.shape[1] != reference.shape[1]:
             raise ValueError(
-                f"X's rows have {flat.shape[1]} values, the reference's {self.reference.shape[1]}: "
-                "reference must hold samples shaped like the inputs"
+                f"X's rows have {flat.shape[1]} values, the reference's {reference.shape[1]}: "
+                "the layout's reference must hold samples shaped like the inputs"
             )
-        layout._check_magnitude(
+        layouts._check_magnitude(
             flat,
             "X",
             "distances between such inputs overflow float64; scale X down (the layout does not "
             "depend on X's scale)",
-            0.0 if self._reference is None else self._reference._peak,
+            0.0 if self.layout._reference is None else self.layout._reference._peak,
         )
         # the layout is computed for the distinct inputs in lexicographic order, so that it
         # cannot depend on the batch's row order (ties, degenerate spectra) and identical
@@ -833,16 +810,17 @@ class ManifoldGCC(Code):
             rank[self._order(geometry)] = np.arange(len(distinct))
             order = np.argsort(rank[inverse], kind="stable")
         base = make_points(self.points, self.num_inputs, kind="data")
-        if self.spacing == "rank" or self.num_inputs < 3:
+        spacing = self.layout.spacing
+        if spacing == "rank" or self.num_inputs < 3:
             sorted_alpha = base
         else:
             gaps = geometry.gaps(inverse[order])  # 0 between identical inputs
-            if self.spacing == "centripetal":  # square roots of the chords (Catmull-Rom's choice)
+            if spacing == "centripetal":  # square roots of the chords (Catmull-Rom's choice)
                 gaps = np.sqrt(gaps)
-            sorted_alpha = layout._arc_positions(gaps, base)
+            sorted_alpha = layouts._arc_positions(gaps, base)
         snapped = self.systematic and self.num_inputs <= self.num_workers
         if snapped:
-            sorted_alpha = layout._snap_to(sorted_alpha, self.beta)
+            sorted_alpha = layouts._snap_to(sorted_alpha, self.beta)
         alpha = np.empty(self.num_inputs)
         alpha[order] = sorted_alpha  # input order[i] sits at the i-th point
         options = {"decoding": self.decoding, "alpha": alpha, "beta": self.beta, "systematic": snapped}
@@ -858,7 +836,7 @@ class ManifoldGCC(Code):
 
     def _bind_sites(self, distinct: np.ndarray, inverse: np.ndarray, start: float) -> ThinPlateCode:
         k, n, count = self.num_inputs, self.num_workers, len(distinct)
-        m = max(1, min(self.dimensions, count - 1))
+        m = max(1, min(self.layout.dimensions, count - 1))
         components, include = 1, self.systematic
         if count == 1:  # one input, or all equal: every site at 0, the workers on a line
             sites, workers = np.zeros((k, 1)), make_points(self.points, n, kind="workers")[:, None]
@@ -868,7 +846,7 @@ class ManifoldGCC(Code):
             geometry = _Geometry(self, distinct)
             distinct_sites, components = self._embed(geometry, m), geometry.components
             include = self.systematic and count <= n
-            workers = layout._hull_design(distinct_sites, n, include=include)
+            workers = layouts._hull_design(distinct_sites, n, include=include)
             sites = distinct_sites[inverse]  # identical inputs share their site
         held = include and (_site_inputs(sites, workers) >= 0).sum() == count  # every site a worker's
         bound = ThinPlateCode(
@@ -888,14 +866,15 @@ class ManifoldGCC(Code):
         reference's eigenmap extended to the inputs); directions with no spread dropped
         (:func:`_span`); signs fixed by the columns' third moments (so that a permuted batch
         gets the permuted sites), scaled into [-1, 1]^m with the aspect kept."""
-        if self.embedding == "isomap":
-            sites = layout._mds_embedding(geometry.matrix, m)
-        elif self._reference is not None:
-            sites = self._reference._embedding_of(geometry.flat, m)
+        reference = self.layout._reference
+        if self.layout.embedding == "isomap":
+            sites = layouts._mds_embedding(geometry.matrix, m)
+        elif reference is not None:
+            sites = reference._embedding_of(geometry.flat, m)
         elif geometry.flat.shape[0] >= m + 2:
-            sites = layout._spectral_embedding(geometry.graph, m)
+            sites = layouts._spectral_embedding(geometry.graph, m)
         else:  # too few inputs for m non-trivial eigenvectors
-            sites = layout._mds_embedding(geometry.matrix, m)
+            sites = layouts._mds_embedding(geometry.matrix, m)
         sites = _span(sites)
         sites = sites - (sites.max(axis=0) + sites.min(axis=0)) / 2
         extent = float(np.max(np.abs(sites)))
@@ -909,15 +888,15 @@ class ManifoldGCC(Code):
         if flat.shape[0] < 3:
             return np.arange(flat.shape[0])
         if self.design == "chain":
-            return layout._chain_order(geometry.matrix)
+            return layouts._chain_order(geometry.matrix)
         if self.design == "pca":
             centred = flat - flat.mean(axis=0)
-            first = layout._first_principal_axis(centred)
+            first = layouts._first_principal_axis(centred)
             return np.argsort(centred @ first, kind="stable")
-        if self._reference is not None:
-            coordinate = self._reference._coordinate_of(flat)
+        if self.layout._reference is not None:
+            coordinate = self.layout._reference._coordinate_of(flat)
         else:
-            coordinate = layout._spectral_coordinate(geometry.graph)
+            coordinate = layouts._spectral_coordinate(geometry.graph)
         return np.argsort(coordinate, kind="stable")
 
     def _encode(self, X):

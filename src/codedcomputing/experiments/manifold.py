@@ -26,7 +26,7 @@ on the code's line.
   (never the test images coded), for the polynomial tasks 200 points sampled from the task's
   manifold independently of the inputs, to show what the reference buys (on MNIST: nothing;
   it raised the MSE in the measured runs, which is why the headline scheme goes without);
-- ``manifold-gcc-<design>``: each other design of ``codedcomputing.codes.manifold.DESIGNS``
+- ``manifold-gcc-<design>``: each other layout of ``codedcomputing.codes.layout.LAYOUTS``
   with its defaults (no reference); ``manifold-gcc-none`` keeps the batch as drawn but has
   everything else of ManifoldGCC (the spacing by distances, systematic placement, the golden
   assignment), so the rows separate what the order buys from the rest;
@@ -58,7 +58,7 @@ import numpy as np
 from .. import datasets, metrics, models, stragglers
 from .._progress import progress as show_progress
 from ..codes import BACC, GCC, ManifoldGCC
-from ..codes import manifold as manifold_codes
+from ..codes.layout import LAYOUTS, ChainLayout
 from .records import (
     COUNT,
     FLOOR_NOTE,
@@ -121,10 +121,10 @@ QUICK = Config(num_inputs=(10,), fractions=(0.0, 0.2, 0.4, 0.6), trials=5)
 
 
 def schemes() -> tuple[str, ...]:
-    """The schemes, in drawing order: one ``manifold-gcc-<design>`` per design of
-    ``DESIGNS`` other than the default, read when called."""
+    """The schemes, in drawing order: one ``manifold-gcc-<design>`` per layout of
+    :data:`~codedcomputing.codes.layout.LAYOUTS` other than the default, read when called."""
     default = ManifoldGCC(2, 2).design
-    others = [d for d in manifold_codes.DESIGNS if d != default]
+    others = [d for d in LAYOUTS if d != default]
     return (
         "gcc",
         "gcc-golden",
@@ -202,7 +202,9 @@ def run(config: Config, seed: int, *, progress: bool = True) -> list[dict]:
                 rng = _task_rng(seed, task, k, "trials")
                 layouts = _layouts(names, k, n, reference)
                 # what each scheme's rows say about its layout: (design, reference size)
-                described = {scheme: (code.design, _size(code.reference)) for scheme, code in layouts.items()}
+                described = {
+                    scheme: (code.design, _size(code.layout.reference)) for scheme, code in layouts.items()
+                }
                 described |= {
                     "gcc": ("", 0),
                     "gcc-golden": ("", 0),
@@ -271,12 +273,12 @@ def _layouts(names, k: int, n: int, reference) -> dict[str, ManifoldGCC]:
     """The ManifoldGCC of each ``manifold-gcc*`` scheme in ``names``."""
     layouts = {
         "manifold-gcc": ManifoldGCC(k, n),
-        "manifold-gcc-reference": ManifoldGCC(k, n, reference=reference),
+        "manifold-gcc-reference": ManifoldGCC(k, n, layout=ChainLayout(reference=reference)),
     }
     for scheme in names:
         if scheme.startswith("manifold-gcc-") and scheme not in layouts:
             design = scheme.removeprefix("manifold-gcc-")
-            layouts[scheme] = ManifoldGCC(k, n, design=design)
+            layouts[scheme] = ManifoldGCC(k, n, layout=design)
     return layouts
 
 
