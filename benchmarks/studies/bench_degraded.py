@@ -68,6 +68,7 @@ import numpy as np
 
 import codedcomputing as cc
 from codedcomputing.codes.input_space import AMPLITUDE, LENGTH, kernel_estimates
+from codedcomputing.codes.layout import ChainLayout
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
 from common import say
@@ -383,7 +384,7 @@ def main() -> None:
                 parser.error(f"K = {K} at {level}x gives N = {N}: need K >= 3 and N > K")
             rng = np.random.default_rng([seed, K, N])
             params["reference_code"] = (
-                cc.ManifoldGCC(K, N, reference=reference, degraded="spline")
+                cc.ManifoldGCC(K, N, layout=ChainLayout(reference=reference), degraded="spline")
                 if reference is not None
                 else None
             )

@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 
 import codedcomputing as cc
-from codedcomputing import layout
-from codedcomputing.codes.manifold import DESIGNS
+from codedcomputing.codes import layout
+from codedcomputing.codes.layout import LAYOUTS, ChainLayout, ThinPlateLayout
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
-from common import say
+from common import ratio_interval, say
 
 FRACTIONS = (0.0, 0.2, 0.4, 0.6)
 PATTERNS = ("random", "contiguous")
@@ -70,25 +70,18 @@ def task(name: str, data):
 
 def schemes(K: int, N: int, reference) -> dict:
     out = {"gcc": cc.GCC(K, N)}
-    for design in DESIGNS:
+    for design in LAYOUTS:
         if design == "none":
             continue
-        out[design] = cc.ManifoldGCC(K, N, design=design)
-    out["chain-rank"] = cc.ManifoldGCC(K, N, spacing="rank")
+        out[design] = cc.ManifoldGCC(K, N, layout=design)
+    out["chain-rank"] = cc.ManifoldGCC(K, N, layout=ChainLayout(spacing="rank"))
     out["chain-unsnapped"] = cc.ManifoldGCC(K, N, systematic=False)
-    out["thin-plate-eigenmaps"] = cc.ManifoldGCC(K, N, design="thin-plate", embedding="eigenmaps")
-    out["thin-plate-unsnapped"] = cc.ManifoldGCC(K, N, design="thin-plate", systematic=False)
+    out["thin-plate-eigenmaps"] = cc.ManifoldGCC(K, N, layout=ThinPlateLayout(embedding="eigenmaps"))
+    out["thin-plate-unsnapped"] = cc.ManifoldGCC(K, N, layout="thin-plate", systematic=False)
     if reference is not None:
-        out["chain-reference"] = cc.ManifoldGCC(K, N, reference=reference)
-        out["thin-plate-reference"] = cc.ManifoldGCC(K, N, design="thin-plate", reference=reference)
+        out["chain-reference"] = cc.ManifoldGCC(K, N, layout=ChainLayout(reference=reference))
+        out["thin-plate-reference"] = cc.ManifoldGCC(K, N, layout=ThinPlateLayout(reference=reference))
     return out
-
-
-def bootstrap_ratio(a: np.ndarray, b: np.ndarray, rng, draws: int = 2000) -> tuple[float, float, float]:
-    """mean(a) / mean(b) with a 95% paired bootstrap interval (trials resampled together)."""
-    index = rng.integers(0, a.size, size=(draws, a.size))
-    ratios = a[index].mean(axis=1) / np.maximum(b[index].mean(axis=1), 1e-300)
-    return float(a.mean() / max(b.mean(), 1e-300)), *np.quantile(ratios, [0.025, 0.975])
 
 
 def compare(name: str, K: int, trials: int, data, reference, seed: int = 0) -> None:
@@ -126,7 +119,7 @@ def compare(name: str, K: int, trials: int, data, reference, seed: int = 0) -> N
         base = np.array(errors[s, "gcc"])
         cells = []
         for c in shown:
-            r, lo, hi = bootstrap_ratio(np.array(errors[s, c]), base, boot)
+            r, lo, hi = ratio_interval(np.array(errors[s, c]), base, boot)
             cells.append(f"{r:6.2f} [{lo:4.2f},{hi:5.2f}]")
         say(f"{s[0]:>10} S={s[1]:<3d} {base.mean():9.3g} " + " ".join(f"{c:>22}" for c in cells))
     say(
@@ -138,7 +131,7 @@ def compare(name: str, K: int, trials: int, data, reference, seed: int = 0) -> N
         cells = []
         for c in shown:
             if c.startswith(("chain", "thin")):
-                r, lo, hi = bootstrap_ratio(np.array(errors[s, c]), base, boot)
+                r, lo, hi = ratio_interval(np.array(errors[s, c]), base, boot)
                 cells.append(f"{r:6.2f} [{lo:4.2f},{hi:5.2f}]")
         say(f"{s[0]:>10} S={s[1]:<3d} {'':>9} " + " ".join(f"{c:>22}" for c in cells))
 
@@ -147,9 +140,9 @@ def cost(sizes, data, reference) -> None:
     say("\ncost: layout seconds per bind (MNIST images, 784 values; median of 3), N = 5K")
     images = data.train_x.reshape(len(data.train_x), -1).astype(np.float64)
     say(f"{'design':>24} " + " ".join(f"{'K=' + str(k):>10}" for k in sizes))
-    variants = {d: {"design": d} for d in DESIGNS if d != "none"}
-    variants["chain-reference"] = {"reference": reference}
-    variants["thin-plate-reference"] = {"design": "thin-plate", "reference": reference}
+    variants = {d: {"layout": d} for d in LAYOUTS if d != "none"}
+    variants["chain-reference"] = {"layout": ChainLayout(reference=reference)}
+    variants["thin-plate-reference"] = {"layout": ThinPlateLayout(reference=reference)}
     for label, options in variants.items():
         cells = []
         for k in sizes:
