@@ -17,9 +17,9 @@ import numpy as np
 from .. import _arraylib
 from .._validation import check_choice, check_count, check_flag, check_real_array
 from ..errors import InsufficientResultsError, MoreInputsThanWorkersWarning, NonFiniteResultWarning
-from ..layout import _snap_to
 from ..points import ASSIGNMENTS, POINT_FAMILIES, make_points
 from ..points import assignment as worker_assignment
+from .layout import _snap_to
 
 __all__ = ["PARITIES", "Code", "Decoded", "systematic_points"]
 
@@ -62,7 +62,7 @@ def systematic_points(
       outermost inputs when those lie on or beyond +-1), where decoders otherwise
       extrapolate; the rest as ``"between"``;
     - ``"nearest"``: the family's N worker points, the K nearest the inputs (in order, least
-      total displacement, :func:`~codedcomputing.layout.snap_to`) moved onto them; the other
+      total displacement, :func:`~codedcomputing.codes.layout.snap_to`) moved onto them; the other
       ``N - K`` stay (for Chebyshev points: their ends +-1 and denser near the ends).
 
     With ``beta`` given, it is kept (worker order as given): with ``alpha`` given too, every
