@@ -1931,7 +1931,7 @@ def _bad_fixed(d: Draw, ctx: dict) -> list:
 
 
 # == the extensions ==========================================================================
-# ManifoldGCC, ThinPlateCode and codedcomputing.layout; RobustGCC, robust_lambda, block_medians,
+# ManifoldGCC, ThinPlateCode and codedcomputing.codes.layout; RobustGCC, robust_lambda, block_medians,
 # ApproxIFER, the attacks and the adversarial fault model; codedcomputing.gradient_coding.
 
 
@@ -2979,7 +2979,7 @@ def _check_fault_corrupt(out, kw: dict) -> str | None:
     return None
 
 
-# -- codedcomputing.layout ---------------------------------------------------------------------
+# -- codedcomputing.codes.layout ---------------------------------------------------------------
 
 LAYOUT = cc.codes.layout  # the checked math functions: not exported, fuzzed all the same
 
@@ -4423,7 +4423,7 @@ def _systematic_targets() -> list[Target]:
 
 class BoundSpec:
     """A ManifoldGCC drawn by its constructor's spec, bound to a batch drawn for it: ``obj`` is
-    ``code.bind(X)`` (a GCC, or a ThinPlateCode for ``design="thin-plate"``). A draw whose
+    ``code.bind(X)`` (a GCC, or a ThinPlateCode for the thin-plate layout). A draw whose
     binding fails is drawn again (``ManifoldGCC.bind``'s own target reports such failures)."""
 
     kind = "manifold-bound"

@@ -1,4 +1,4 @@
-"""codedcomputing.layout checks its arguments at the public functions: each class of bad
+"""codedcomputing.codes.layout checks its arguments at its checked functions: each class of bad
 argument raises ValueError naming the parameter (never IndexError, AxisError, a silent
 result); valid edge cases work; ManifoldGCC and ThinPlateCode refuse what their docstrings
 refuse (a complex reference)."""

@@ -1,4 +1,4 @@
-"""ManifoldGCC and the layouts behind it (codedcomputing.layout), against brute force and
+"""ManifoldGCC and the layouts behind it (codedcomputing.codes.layout), against brute force and
 known geometry: exhaustive shortest open paths, arc lengths on a circle, a path graph's
 Fiedler vector; binding per batch, in executors and from threads."""
 

@@ -1,4 +1,4 @@
-"""ManifoldGCC, ThinPlateCode and codedcomputing.layout on batches that break layouts: graphs
+"""ManifoldGCC, ThinPlateCode and codedcomputing.codes.layout on batches that break layouts: graphs
 that fall apart, duplicates, degenerate and extreme inputs, sizes, and relabelled workers.
 References: brute force (exhaustive matchings, an O(K N) dynamic programme, a minimum spanning
 tree of the pieces), scipy (cdist, CubicSpline, minimum_spanning_tree) and exact recovery."""

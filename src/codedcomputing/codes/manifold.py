@@ -15,9 +15,9 @@ from scipy.sparse.csgraph import connected_components
 from .. import _arraylib
 from .._validation import MAX_COUNT, check_choice, check_count, check_flag, check_number, check_real_array
 from ..points import make_points
-from ..spline import check_lambda
+from ..spline.lambdas import check_lambda
 from . import layout as layouts
-from .base import Code, by_worker
+from .base import Code
 from .gcc import GCC
 from .input_space import AMPLITUDE, LENGTH, RIDGE, kernel_map
 from .layout import BatchLayout, as_layout
@@ -247,7 +247,7 @@ class ThinPlateCode(Code):
         super().__init__(num_inputs, num_workers)
         self.lambda_enc, self.lambda_dec = lambda_enc, lambda_dec
         self.sites, self.worker_sites = sites, worker_sites
-        self._encoder = _read_only(
+        self._encoder = _arraylib.read_only(
             _canonical_map(self.sites, self.num_inputs * self.lambda_enc, self.worker_sites)
         )
 
@@ -295,7 +295,7 @@ class ThinPlateCode(Code):
 
     def _build_decoder(self, alive_sorted: np.ndarray):
         knots = self.worker_sites[alive_sorted]
-        return _read_only(_canonical_map(knots, alive_sorted.size * self.lambda_dec, self.sites))
+        return _arraylib.read_only(_canonical_map(knots, alive_sorted.size * self.lambda_dec, self.sites))
 
     def _systematic_assignment(self) -> np.ndarray:
         if self._site_inputs is None:
@@ -305,8 +305,7 @@ class ThinPlateCode(Code):
     def _encode(self, X):
         return self._copy_systematic(_arraylib.apply_matrix(self._encoder, X), X)
 
-    def _decode(self, Y, alive):
-        Y, alive = by_worker(Y, alive)
+    def _decode(self, Y, alive):  # alive sorted by worker, Y's rows with it (Code.decode_details)
         return _arraylib.apply_matrix(self._decoder(alive), Y), {}
 
 
@@ -383,7 +382,7 @@ class InputSpaceGCC(GCC):
         batch = _arraylib.check_inputs(batch, self.num_inputs, "batch")
         if _arraylib.is_complex(batch):
             raise ValueError(f"batch must be real, got complex {batch.dtype}")
-        self.batch = _read_only(_arraylib.to_float64(batch).copy())
+        self.batch = _arraylib.read_only(_arraylib.to_float64(batch).copy())
         self.amplitude = check_number(amplitude, "amplitude", low=0.0)
         self.length = check_number(length, "length", low=0.0, low_open=True)
 
@@ -396,7 +395,7 @@ class InputSpaceGCC(GCC):
         order = np.argsort(self.alpha, kind="stable")
         coded = matrix[:, order] @ self.batch[order]
         coded[self.systematic_inputs >= 0] = self.batch[self.systematic_inputs[self.systematic_inputs >= 0]]
-        return _read_only(coded)
+        return _arraylib.read_only(coded)
 
     def promised_case(self, rng):
         """The systematic promise: any inputs through any ``f``, from every systematic worker
@@ -427,7 +426,7 @@ class InputSpaceGCC(GCC):
         ):
             estimates = estimates.copy()
         estimates = _arraylib.set_rows(estimates, missing, values)
-        return estimates, {**info, "input_space": _read_only(missing)}
+        return estimates, {**info, "input_space": _arraylib.read_only(missing)}
 
     def __repr__(self) -> str:
         shown = super().__repr__().replace(f", batch={self.batch!r}", "")
@@ -457,11 +456,6 @@ def _canonical_map(knots: np.ndarray, smoothing: float, targets: np.ndarray) -> 
     canonical, rows = np.lexsort(knots.T[::-1]), np.lexsort(targets.T[::-1])
     mapped = thin_plate_map(knots[canonical], smoothing, targets[rows])
     return np.ascontiguousarray(mapped[np.argsort(rows)][:, np.argsort(canonical)])
-
-
-def _read_only(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array
 
 
 def _span(sites: np.ndarray) -> np.ndarray:
