@@ -29,7 +29,7 @@ EXPORTS = {
         "InsufficientResultsError", "ManifoldGCC", "MissingResultsError", "NonFiniteResultWarning",
         "RayCluster", "Replication", "RobustGCC", "SimulatedCluster", "ThreadCluster", "Uncoded",
         "__version__", "adversaries", "datasets", "delays", "errors", "faults", "gradient_coding",
-        "layout", "metrics", "models", "points", "spline", "stragglers", "tuning",
+        "metrics", "models", "points", "spline", "stragglers", "tuning",
     },
     "codedcomputing.adversaries": {
         "ATTACKS", "Attack", "Concentrated", "Corruption", "Garbage", "Greedy", "Random", "SignFlip",

@@ -14,7 +14,6 @@ import importlib as _importlib
 from . import (
     adversaries,
     errors,
-    layout,
     metrics,
     points,
     spline,
@@ -71,7 +70,6 @@ __all__ = [
     "errors",
     "faults",
     "gradient_coding",
-    "layout",
     "metrics",
     "models",
     "points",
