@@ -152,7 +152,6 @@ def _experiment_page(part, out_dir: Path, docs_dir: Path, *, quick: bool, seed: 
         "seconds": round(part.seconds, 1),
         "finished": part.finished,
         **{verdict: sum(claim.verdict == verdict for claim in part.claims) for verdict in VERDICTS},
-        "figures": figures,
     }
     doc = Document(part.name)
     doc.paragraph(f"What it runs: {module.SUMMARY}.")
@@ -212,7 +211,7 @@ def _experiment_page(part, out_dir: Path, docs_dir: Path, *, quick: bool, seed: 
             copy_figure(source, docs_dir / file)
             copied.append(docs_dir / file)
             doc.figure(docs_dir / file, caption)
-    record["figures"] = [path.name for path in copied]
+    record["figures"] = [path.name for path in copied]  # what the next run of this page may remove
     if part.files:
         doc.heading(1, "Files")
         doc.paragraph(
