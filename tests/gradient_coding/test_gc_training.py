@@ -94,8 +94,8 @@ def test_a_torch_model_trains_on_the_digits():
     torch.manual_seed(0)
     x = data.train_x.reshape(len(data.train_x), -1)
     problem = Problem.from_torch(torch.nn.Linear(x.shape[1], 10), x, data.train_y, 12)
-    history = simulate("pgc-cr", problem, 2, 40, lr=0.5, delays=DELAYS, seed=0)
-    assert history[-1].loss < 0.6 * history[0].loss
+    history = simulate("pgc-cr", problem, 2, 20, lr=0.5, delays=DELAYS, seed=0)
+    assert history[-1].loss < 0.6 * history[0].loss  # 0.46 after these 20 steps (0.30 after 40)
 
 
 def test_torch_gradients_on_concurrent_threads_equal_the_serial_ones():
