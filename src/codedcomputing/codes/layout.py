@@ -17,6 +17,14 @@ k-nearest-neighbour graph) for geodesic distances, and ``neighbours``, the k of 
 Layout objects are immutable and compare equal when their options are; one object may serve
 many codes (its reference is prepared once for all of them).
 
+>>> import codedcomputing as cc
+>>> from codedcomputing.codes.layout import ChainLayout
+>>> code = cc.ManifoldGCC(8, 24, layout=ChainLayout(spacing="centripetal"))
+>>> code.layout, code.design
+(ChainLayout(spacing='centripetal'), 'chain')
+>>> cc.ManifoldGCC(8, 24, layout="thin-plate").layout  # a name: that layout's defaults
+ThinPlateLayout()
+
 **The computation** (not exported; :class:`~codedcomputing.ManifoldGCC` calls it):
 
 - an **order** of the inputs along the data: a short open path (``chain_order``: the
