@@ -194,10 +194,12 @@ def test_demo_config_checks_name_the_parameter():
 @pytest.fixture(scope="module")
 def latency_rows(trained_models):
     """The quick configuration with fewer calls (the simulated backend's K = 100, N = 500 calls
-    run LeNet-5 500 times each, for real): what the tests check holds on a dozen calls."""
+    run LeNet-5 500 times each, for real): what the tests check holds on six calls per scheme
+    with a wide margin (seed 0: the simulated p99 waits of GCC 0.30 and 0.22 of uncoded's under
+    shifted-exponential delays, against the 0.5 asserted; its relative accuracy 0.99)."""
     import dataclasses
 
-    return latency.run(dataclasses.replace(latency.QUICK, trials=6, sim_trials=12), 0, progress=False)
+    return latency.run(dataclasses.replace(latency.QUICK, trials=6, sim_trials=6), 0, progress=False)
 
 
 @pytest.mark.slow
