@@ -318,17 +318,6 @@ def test_bad_arguments_name_themselves():
         executor.run_queries(inputs(3), tau=1.0)
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    ray = pytest.importorskip("ray")  # the README's install has the ray extra: this runs in CI
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    yield ray
-    if started:
-        ray.shutdown()
-
-
 @pytest.mark.slow
 def test_ray_answers_on_arrival_through_the_same_path(local_ray):
     code = cc.Replication(3, 2)  # input 2's copies both miss tau

@@ -1,4 +1,4 @@
-"""RayCluster on a local Ray (started once per test session: num_cpus=2, no dashboard)."""
+"""RayCluster on a local Ray (the session's, ``conftest.local_ray``: num_cpus=2, no dashboard)."""
 
 from __future__ import annotations
 
@@ -69,16 +69,13 @@ class CountsPickling:
         return (CountsPickling, ())
 
 
-@pytest.fixture(scope="session")
-def ray_session():
-    ray = pytest.importorskip("ray")  # the README's install has the ray extra: this runs in CI
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    # Ray's workers cannot import this test module: ship its functions by value.
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    yield ray
-    ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-    ray.shutdown()
+@pytest.fixture(scope="module")
+def ray_session(local_ray):
+    """The session's local Ray (``conftest.local_ray``), shipping this module's functions by
+    value: Ray's workers cannot import this test module."""
+    local_ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield local_ray
+    local_ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
 @pytest.mark.slow
