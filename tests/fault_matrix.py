@@ -209,12 +209,18 @@ class FaultyF:
         raise ValueError(f"unknown fault kind {kind!r}")
 
 
+WARM_TASK_S = 0.1  # a settle task holds its CPU this long, so that the tasks run side by side
+WARM_WAIT_S = 30.0  # settle calls again until RAY_CPUS processes answered, for at most this long
+
+
 class _Warm:
-    """A trivial ``f`` for :func:`settle`: imports torch (as the ``"torch"`` fault needs), then tanh."""
+    """A trivial ``f`` for :func:`settle`: imports torch (as the ``"torch"`` fault needs), holds
+    its CPU for :data:`WARM_TASK_S`, and answers its worker process's id."""
 
     def __call__(self, x):
         torch.zeros(1)  # a Ray worker process imports torch (to unpickle this), outside the timed calls
-        return np.tanh(np.asarray(x, dtype=np.float64))
+        time.sleep(WARM_TASK_S)
+        return np.zeros_like(np.asarray(x, dtype=np.float64)) + os.getpid()
 
 
 @dataclass(frozen=True)
@@ -412,12 +418,20 @@ def classify(cell: Cell, code: cc.Code, coded, faulty: list[int], status: str, v
 def settle(ray_cluster, timeout_s: float = 120.0) -> None:
     """Wait until the shared RayCluster's CPUs are free and its worker processes warm.
 
-    A call of ``RAY_CPUS * 2`` trivial tasks, queued behind whatever the last call left
-    running (sleeps, tasks of killed processes), that imports torch in each worker process.
+    A call of ``RAY_CPUS * 2`` short tasks, queued behind whatever the last call left running
+    (sleeps, tasks of killed processes), that imports torch in each worker process; called
+    again (for up to :data:`WARM_WAIT_S`) until ``RAY_CPUS`` distinct processes answered one
+    call, so that a cell after one that killed processes does not wait for Ray to start new
+    ones within its deadline.
     """
     ray_cluster.delays, ray_cluster.faults = None, None
     tasks = 2 * RAY_CPUS
-    ray_cluster.gather(_WARM, np.zeros((tasks, 1)), tasks, deadline=timeout_s)
+    warm_by = time.monotonic() + WARM_WAIT_S
+    while True:
+        gathered = ray_cluster.gather(_WARM, np.zeros((tasks, 1)), tasks, deadline=timeout_s)
+        processes = set(np.asarray(gathered.results, dtype=np.float64).ravel().astype(np.int64).tolist())
+        if len(processes) >= RAY_CPUS or time.monotonic() >= warm_by:
+            return
 
 
 _WARM = _Warm()
