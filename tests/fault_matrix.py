@@ -1,6 +1,6 @@
 """The fault matrix: backend x fault kind x number of faulty workers -> what a coded call does.
 
-A test helper (``tests/test_fault_matrix.py`` asserts it; ``tests/drivers/fault_matrix.py`` prints
+A test helper (``tests/runtime/test_fault_matrix.py`` asserts it; ``tests/drivers/fault_matrix.py`` prints
 it). Setting: a code (GCC, and BACC) with ``K = 4`` inputs and ``N = 12`` workers, ``S = 3``
 stragglers allowed, ``executor.run(X, wait_for=N - S, deadline=D)``; ``f`` a fixed random tanh
 layer mapping 5 columns to 3. The faulty workers ARRIVE FIRST: a :class:`cc.delays.Trace`
