@@ -21,10 +21,11 @@ version = ".".join(release.split(".")[:2])
 
 extensions = ["sphinx.ext.autodoc", "numpydoc"]
 
-# docs/design/ holds design notes in markdown, read on their own, not part of this site.
+# docs/design/ holds the design notes (reST pages of this site, reached from ``design/index``);
+# its markdown files are read on their own (Sphinx reads only .rst here).
 # docs/results/ is part of it: pages and figures written by ``coded reproduce --docs docs/results``
 # (reached from the root toctree's ``results/index``), not edited by hand.
-exclude_patterns = ["_build", "design", "Thumbs.db", ".DS_Store"]
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 root_doc = "index"
 
 html_theme = "alabaster"
