@@ -256,3 +256,22 @@ def test_half_precision_and_autograd_keep_the_systematic_rows():
     # input 1 returned raw: its estimate is tanh(x_1), so its gradient is 1 - tanh^2 (plus
     # what it contributes to the decoded inputs through the encoder)
     assert X.grad is not None and torch.isfinite(X.grad).all() and (X.grad[1] != 0).all()
+
+
+@pytest.mark.parametrize(("k", "n"), [(1, 2), (2, 3), (2, 5)])
+def test_systematic_gcv_with_every_input_returned_from_under_three_results(k, n):
+    """GCV picks lambda from three results on; with fewer, and every systematic worker among
+    them, each input is its worker's row (a 1-input, 2-worker code raised IndexError here: the
+    decode asked a cached decoder that holds no input for all K rows; found by the API fuzzer)."""
+    code = cc.GCC(k, n, lambda_dec="gcv", systematic=True)
+    X = np.random.default_rng(k + n).normal(size=(k, 3))
+    Y = np.tanh(code.encode(X))
+    parity = np.setdiff1d(np.arange(n), code.systematic_workers)
+    alive = np.r_[code.systematic_workers, parity[: code.min_results - k]][::-1]  # in any order
+    assert alive.size < 3
+    decoded = code.decode_details(Y[alive], alive)
+    np.testing.assert_array_equal(decoded.estimates, np.tanh(X))
+    assert decoded.info["exact"].all() and decoded.info["lambda_dec"] == 0.0
+    bound = cc.ManifoldGCC(k, n, lambda_dec="gcv").bind(X)
+    alive = np.r_[bound.systematic_workers, np.setdiff1d(np.arange(n), bound.systematic_workers)[: 2 - k]]
+    np.testing.assert_array_equal(bound.decode(np.tanh(bound.encode(X))[alive], alive), np.tanh(X))

@@ -283,8 +283,10 @@ class GCC(Code):
 
     def _decode(self, Y, alive):
         missing = self._missing_inputs(alive)
-        # GCV's info names the lambda it picks: with nothing missing it still picks one
-        if missing is None or missing.size == self.num_inputs or (self._gcv and missing.size == 0):
+        # GCV's info names the lambda it picks: with nothing missing it still picks one (from
+        # three results on; below, the lambda is the cached decoder's, which holds no input here)
+        gcv_picks = self._gcv and missing is not None and missing.size == 0 and alive.size >= 3
+        if missing is None or missing.size == self.num_inputs or gcv_picks:
             return self._decode_at(Y, alive, self.alpha)
         # a systematic code: the returned inputs' rows are their results (Code.decode_details)
         estimates = _arraylib.empty_like_rows(Y, self.num_inputs, 0.0)
