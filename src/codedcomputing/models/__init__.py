@@ -1,10 +1,13 @@
-"""Models for coded inference: LeNet-5 and a small ViT, trained on real digits and cached. ::
+"""Models for coded inference: LeNet-5 and a small ViT, trained on real digits. ::
 
-    model = cc.models.load("lenet5")      # trains on first use (with progress), then cached
+    model = cc.models.load("lenet5")      # the weights shipped with the package: nothing trains
     logits = model(images)                # a torch module: any batch of (B, 1, 28, 28)
     f = cc.models.numpy_function("lenet5")  # the same as a numpy batch function, for the codes
 
-Weights are cached as ``state_dict`` files loaded with ``weights_only=True`` (no pickled
+The default recipes' weights ship with the package (:mod:`.shipped`: LeNet-5, the ViT and
+LeNet-5's ParM parity models for k = 2 and 4, each with its recipe, SHA-256, test accuracy and
+the commit and command that trained it). Other recipes train on first use; their weights are
+cached as ``state_dict`` files loaded with ``weights_only=True`` (no pickled
 code runs on load) in ``$CODEDCOMPUTING_CACHE``, else ``$XDG_CACHE_HOME/codedcomputing``,
 else ``~/.cache/codedcomputing``, one file per model and recipe (:func:`weights_path`).
 This module is the registry and the cache; the recipe and the training loop are in
@@ -25,8 +28,9 @@ import numpy as np
 
 from .. import datasets
 from .._validation import check_choice
-from ..cache import atomic_path, cache_dir
+from ..cache import atomic_path, cache_dir, entry_lock
 from ..errors import DamagedCacheWarning
+from . import shipped
 from .training import TrainingRecipe, evaluate, fit
 
 __all__ = [
@@ -36,6 +40,7 @@ __all__ = [
     "is_cached",
     "load",
     "numpy_function",
+    "shipped",
     "train",
     "weights_path",
 ]
@@ -88,11 +93,15 @@ def weights_path(name: str, recipe: TrainingRecipe) -> Path:
 
 
 def is_cached(name: str, recipe: TrainingRecipe | None = None) -> bool:
-    """Whether :func:`load` finds ``name`` (with ``recipe``, default its own) in the cache,
-    so that it will not train: the weights and their sidecar are there (:func:`load` still
-    checks them, and retrains an entry that fails)."""
+    """Whether :func:`load` has ``name`` (with ``recipe``, default its own) without training:
+    shipped with the package for that recipe, or its weights and sidecar in the cache
+    (:func:`load` still checks them, and retrains an entry that fails)."""
     _check_name(name)
-    weights, meta = _paths(name, recipe or MODELS[name][1])
+    default = MODELS[name][1]
+    recipe = recipe or default
+    if recipe == default and all(path.exists() for path in shipped.shipped_paths(name)):
+        return True
+    weights, meta = _paths(name, recipe)
     return weights.exists() and meta.exists()
 
 
@@ -102,8 +111,15 @@ def _paths(name: str, recipe: TrainingRecipe) -> tuple[Path, Path]:
 
 
 def load(name: str, recipe: TrainingRecipe | None = None, *, progress: bool = True, retrain: bool = False):
-    """Model ``name`` with trained weights from the cache, training (and caching) it first
-    when nothing is cached or ``retrain``. The test accuracy is in ``model.test_accuracy``.
+    """Model ``name`` with trained weights. The test accuracy is in ``model.test_accuracy``.
+
+    With the default recipe the weights that ship with the package are used
+    (:mod:`.shipped`; nothing trains). Another recipe, or a default one whose shipped files are
+    missing, is read from the cache, training (and caching) it first when nothing is cached or
+    ``retrain``. Two processes (or threads) that need the same entry at once are serialised by
+    a lock on the entry (:func:`~codedcomputing.cache.entry_lock`): the second waits, then reads
+    what the first cached, so one entry is trained once and its file is never overwritten by a
+    concurrent trainer.
 
     A cached entry is checked before it is used: the JSON sidecar's schema and bounds (the
     model's name, the recipe it was trained with, the dataset's image size, an accuracy in
@@ -111,36 +127,76 @@ def load(name: str, recipe: TrainingRecipe | None = None, *, progress: bool = Tr
     finite, loaded with ``weights_only=True``). An entry that fails, a damaged file or one
     from another recipe, is a cache miss: a :class:`~codedcomputing.errors.DamagedCacheWarning`
     names the file and what was wrong, and the model is retrained and cached anew (the
-    recipes are seeded, so this gives the weights the entry should have held).
+    recipes are seeded, so this gives the weights the entry should have held). A shipped file
+    that fails its checks (its SHA-256, its sidecar) warns the same way and falls back to the
+    cache.
     """
     import torch
 
     _check_name(name)
     build, default = MODELS[name]
     recipe = recipe or default
+    if recipe == default and not retrain:
+        model = _shipped_model(name, recipe, build)
+        if model is not None:
+            return model
     weights, meta = _paths(name, recipe)
-    if weights.exists() and meta.exists() and not retrain:
-        try:
-            return _cached(name, recipe, build, weights, meta)
-        except _DamagedEntry as err:
-            warnings.warn(
-                f"{err.path}: {err}; retraining {name} (or run `coded models train {name} --retrain`)",
-                DamagedCacheWarning,
-                stacklevel=2,
-            )
-    model, accuracy = train(name, recipe, progress=progress)
-    with atomic_path(weights) as partial:
-        torch.save(model.state_dict(), partial)
-    sidecar = {
+    if not retrain:
+        model = _cached_or_warn(name, recipe, build, weights, meta)
+        if model is not None:
+            return model
+    with entry_lock(weights):
+        if not retrain:  # another process may have trained it while this one waited
+            model = _cached_or_warn(name, recipe, build, weights, meta)
+            if model is not None:
+                return model
+        model, accuracy = train(name, recipe, progress=progress)
+        with atomic_path(weights) as partial:
+            torch.save(model.state_dict(), partial)
+        with atomic_path(meta) as partial:
+            partial.write_text(json.dumps(_sidecar(name, recipe, model, accuracy), indent=2))
+    model.test_accuracy = accuracy
+    return model
+
+
+def _sidecar(name: str, recipe: TrainingRecipe | None, model, accuracy: float) -> dict:
+    """What the cache's JSON sidecar holds for ``model`` (``name`` trained with ``recipe``,
+    default its own)."""
+    return {
         "model": name,
-        "recipe": asdict(recipe),
+        "recipe": asdict(recipe or MODELS[name][1]),
         "image_size": model.config.image_size,
         "test_accuracy": accuracy,
     }
-    with atomic_path(meta) as partial:
-        partial.write_text(json.dumps(sidecar, indent=2))
-    model.test_accuracy = accuracy
-    return model
+
+
+def _cached_or_warn(name: str, recipe: TrainingRecipe, build, weights: Path, meta: Path):
+    """The cached model, or None (with a warning when the entry is there but damaged)."""
+    if not (weights.exists() and meta.exists()):
+        return None
+    try:
+        return _cached(name, recipe, build, weights, meta)
+    except _DamagedEntry as err:
+        warnings.warn(
+            f"{err.path}: {err}; retraining {name} (or run `coded models train {name} --retrain`)",
+            DamagedCacheWarning,
+            stacklevel=3,
+        )
+        return None
+
+
+def _shipped_model(name: str, recipe: TrainingRecipe, build):
+    """The shipped model ``name`` when it was trained with ``recipe``; None when nothing is
+    shipped for it (or, with a warning, when the shipped files fail their checks)."""
+    weights, meta = shipped.shipped_paths(name)
+    try:
+        info = shipped.read_sidecar(name)
+        if info is None:
+            return None
+        return _cached(name, recipe, build, weights, meta, extra_keys=("sha256", "provenance"))
+    except (ValueError, _DamagedEntry) as err:
+        warnings.warn(f"shipped weights of {name}: {err}; using the cache", DamagedCacheWarning, stacklevel=3)
+        return None
 
 
 class _DamagedEntry(Exception):
@@ -149,10 +205,10 @@ class _DamagedEntry(Exception):
         self.path = path
 
 
-def _cached(name: str, recipe: TrainingRecipe, build, weights: Path, meta: Path):
+def _cached(name: str, recipe: TrainingRecipe, build, weights: Path, meta: Path, extra_keys=()):
     """The cached model, or :class:`_DamagedEntry` saying which file failed which check."""
     expected = {"model": name, "recipe": asdict(recipe), "image_size": datasets.IMAGE_SIZES[recipe.dataset]}
-    info = _checked_sidecar(meta, expected, ("test_accuracy",))
+    info = _checked_sidecar(meta, expected, ("test_accuracy", *extra_keys))
     accuracy = info["test_accuracy"]
     if isinstance(accuracy, bool) or not isinstance(accuracy, (int, float)) or not 0.0 <= accuracy <= 1.0:
         raise _DamagedEntry(meta, f"the sidecar's test_accuracy must be a number in [0, 1], got {accuracy!r}")

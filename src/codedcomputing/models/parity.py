@@ -48,11 +48,11 @@ import numpy as np
 from .. import datasets
 from .._progress import progress as show_progress
 from .._validation import check_choice, check_count, check_flag, check_number, check_rng
-from ..cache import atomic_path, cache_dir
+from ..cache import atomic_path, cache_dir, entry_lock
 from ..errors import DamagedCacheWarning
-from . import MODELS, TrainingRecipe, _checked_sidecar, _checked_weights, _DamagedEntry
+from . import MODELS, TrainingRecipe, _checked_sidecar, _checked_weights, _DamagedEntry, shipped
 from . import load as load_model
-from .training import _augment
+from .training import _augment, deterministic_threads
 
 __all__ = [
     "ENCODERS",
@@ -203,11 +203,21 @@ def parity_path(
 def is_cached(
     base: str, k: int, recipe: ParityRecipe | None = None, *, base_recipe: TrainingRecipe | None = None
 ) -> bool:
-    """Whether :func:`load_parity` finds this parity model in the cache, so that it will not
-    train: its weights and sidecar are there (:func:`load_parity` still checks them, and
-    retrains an entry that fails)."""
+    """Whether :func:`load_parity` has this parity model without training: shipped with the
+    package (the default recipes), or its weights and sidecar in the cache
+    (:func:`load_parity` still checks them, and retrains an entry that fails)."""
+    k, recipe, base_recipe = _checked(base, k, recipe, base_recipe)
+    if _is_shipped_default(base, k, recipe, base_recipe) and all(
+        path.exists() for path in shipped.shipped_paths(f"parity-{base}-k{k}")
+    ):
+        return True
     weights = parity_path(base, k, recipe, base_recipe=base_recipe)
     return weights.exists() and weights.with_suffix(".json").exists()
+
+
+def _is_shipped_default(base: str, k: int, recipe: ParityRecipe, base_recipe: TrainingRecipe) -> bool:
+    defaults = (RECIPES[base], MODELS[base][1])
+    return f"parity-{base}-k{k}" in shipped.SHIPPED and (recipe, base_recipe) == defaults
 
 
 def _identity(base: str, k: int, recipe: ParityRecipe, base_recipe: TrainingRecipe) -> dict:
@@ -233,14 +243,21 @@ def train_parity(
 
     Minimises ``mean || F_P(E(x_1..x_k)) - sum_i F(x_i) ||^2`` over random groups of the
     dataset's *training* images (see the module's docstring). Returns ``(parity_model,
-    training_seconds)``; the weights are deterministic for given recipes on one machine.
+    training_seconds)``; the weights are deterministic for given recipes on one machine (bit for
+    bit, on :data:`~codedcomputing.models.training.TRAINING_THREADS` torch threads).
     """
-    import torch
-    import torch.nn.functional as F
 
     k, recipe, base_recipe = _checked(base, k, recipe, base_recipe)
     deployed = load_model(base, base_recipe, progress=progress)
     deployed.eval()
+    with deterministic_threads():
+        return _train_parity(base, k, recipe, base_recipe, deployed, progress)
+
+
+def _train_parity(base, k, recipe, base_recipe, deployed, progress):
+    import torch
+    import torch.nn.functional as F
+
     data = datasets.load(base_recipe.dataset)
     start = time.perf_counter()
     torch.manual_seed(recipe.seed)
@@ -372,10 +389,13 @@ def load_parity(
     progress: bool = True,
     retrain: bool = False,
 ):
-    """The parity model of ``base`` for groups of ``k`` (a torch module in eval mode), from the
+    """The parity model of ``base`` for groups of ``k`` (a torch module in eval mode): the one
+    shipped with the package for the default recipes (LeNet-5, k = 2 and 4), else from the
     cache, training (:func:`train_parity`) and caching it first when nothing is cached or
-    ``retrain``. ``recipe`` defaults to the base model's in :data:`RECIPES`, ``base_recipe``
-    to the deployed model's own (:data:`codedcomputing.models.MODELS`).
+    ``retrain`` (concurrent trainers of one entry are serialised by a lock on it, as in
+    :func:`codedcomputing.models.load`). ``recipe`` defaults to the base model's in
+    :data:`RECIPES`, ``base_recipe`` to the deployed model's own
+    (:data:`codedcomputing.models.MODELS`).
 
     The module carries ``k``, ``encoder``, ``training_seconds`` (the training's wall time,
     as measured when it was trained) and ``validation``: :meth:`ParityEvaluation.summary` on
@@ -386,32 +406,70 @@ def load_parity(
     import torch
 
     k, recipe, base_recipe = _checked(base, k, recipe, base_recipe)
+    if not retrain and _is_shipped_default(base, k, recipe, base_recipe):
+        parity = _shipped_parity(f"parity-{base}-k{k}", base, k, recipe, base_recipe)
+        if parity is not None:
+            return parity
     weights = parity_path(base, k, recipe, base_recipe=base_recipe)
     meta = weights.with_suffix(".json")
-    if weights.exists() and meta.exists() and not retrain:
-        try:
-            return _cached_parity(base, k, recipe, base_recipe, weights, meta)
-        except _DamagedEntry as err:
-            warnings.warn(
-                f"{err.path}: {err}; retraining the parity model", DamagedCacheWarning, stacklevel=2
-            )
-    parity, seconds = train_parity(base, k, recipe, base_recipe=base_recipe, progress=progress)
+    if not retrain:
+        parity = _cached_or_warn(base, k, recipe, base_recipe, weights, meta)
+        if parity is not None:
+            return parity
+    with entry_lock(weights):
+        if not retrain:  # another process may have trained it while this one waited
+            parity = _cached_or_warn(base, k, recipe, base_recipe, weights, meta)
+            if parity is not None:
+                return parity
+        parity, seconds = train_parity(base, k, recipe, base_recipe=base_recipe, progress=progress)
+        sidecar = _sidecar_for(base, k, recipe, base_recipe, parity, seconds)
+        with atomic_path(weights) as partial:
+            torch.save(parity.state_dict(), partial)
+        with atomic_path(meta) as partial:
+            partial.write_text(json.dumps(sidecar, indent=2))
+    return _labelled(parity, k, recipe, seconds, sidecar["validation"])
+
+
+def _sidecar_for(base: str, k: int, recipe, base_recipe, parity, seconds: float) -> dict:
+    """The JSON sidecar of a freshly trained parity model: its identity, the image size, the
+    training's seconds and its validation figures on the test split (seeded by the recipe)."""
+    k, recipe, base_recipe = _checked(base, k, recipe, base_recipe)
     data = datasets.load(base_recipe.dataset)
-    deployed = load_model(base, base_recipe, progress=progress)
+    deployed = load_model(base, base_recipe, progress=False)
     validation = evaluate_parity(
         deployed, parity, data.test_x, data.test_y, k, encoder=recipe.encoder, rng=recipe.seed
     ).summary()
-    with atomic_path(weights) as partial:
-        torch.save(parity.state_dict(), partial)
-    sidecar = {
+    return {
         **_identity(base, k, recipe, base_recipe),
         "image_size": data.image_size,
         "training_seconds": seconds,
         "validation": validation,
     }
-    with atomic_path(meta) as partial:
-        partial.write_text(json.dumps(sidecar, indent=2))
-    return _labelled(parity, k, recipe, seconds, validation)
+
+
+def _cached_or_warn(base, k, recipe, base_recipe, weights: Path, meta: Path):
+    """The cached parity model, or None (with a warning when the entry is there but damaged)."""
+    if not (weights.exists() and meta.exists()):
+        return None
+    try:
+        return _cached_parity(base, k, recipe, base_recipe, weights, meta)
+    except _DamagedEntry as err:
+        warnings.warn(f"{err.path}: {err}; retraining the parity model", DamagedCacheWarning, stacklevel=3)
+        return None
+
+
+def _shipped_parity(name: str, base: str, k: int, recipe, base_recipe):
+    """The shipped parity model ``name``; None when it is not shipped (or, with a warning, when
+    its files fail their checks)."""
+    weights, meta = shipped.shipped_paths(name)
+    try:
+        if shipped.read_sidecar(name) is None:
+            return None
+        extra = ("sha256", "provenance")
+        return _cached_parity(base, k, recipe, base_recipe, weights, meta, extra_keys=extra)
+    except (ValueError, _DamagedEntry) as err:
+        warnings.warn(f"shipped weights of {name}: {err}; using the cache", DamagedCacheWarning, stacklevel=3)
+        return None
 
 
 def _labelled(parity, k: int, recipe: ParityRecipe, seconds: float, validation: dict):
@@ -420,13 +478,13 @@ def _labelled(parity, k: int, recipe: ParityRecipe, seconds: float, validation: 
     return parity
 
 
-def _cached_parity(base: str, k: int, recipe, base_recipe, weights: Path, meta: Path):
+def _cached_parity(base: str, k: int, recipe, base_recipe, weights: Path, meta: Path, extra_keys=()):
     """The cached parity model, or :class:`_DamagedEntry` saying which file failed which check."""
     expected = {
         **_identity(base, k, recipe, base_recipe),
         "image_size": datasets.IMAGE_SIZES[base_recipe.dataset],
     }
-    info = _checked_sidecar(meta, expected, ("training_seconds", "validation"))
+    info = _checked_sidecar(meta, expected, ("training_seconds", "validation", *extra_keys))
     seconds, validation = info["training_seconds"], info["validation"]
     if not _is_number(seconds) or not 0 <= seconds < math.inf:
         raise _DamagedEntry(meta, f"the sidecar's training_seconds must be a number >= 0, got {seconds!r}")
