@@ -135,10 +135,13 @@ def _accuracy(name: str, sidecar: dict) -> float:
     return float(sidecar["validation"]["relative_accuracy"] if k else sidecar["test_accuracy"])
 
 
-def retrain(name: str, *, progress: bool = True, ship: bool = False) -> ShippedComparison:
+def retrain(
+    name: str, *, progress: bool = True, ship: bool = False, command: str | None = None
+) -> ShippedComparison:
     """Train shipped entry ``name`` again from its default recipe (a parity model over the
     shipped deployed model) and compare it with the shipped file bit for bit. With ``ship``,
-    write the result as the shipped entry, with its provenance (``coded train NAME --ship``)."""
+    write the result as the shipped entry, with its provenance: ``command`` (default
+    ``coded train NAME --ship``) and the checkout's commit."""
     import torch
 
     from . import _sidecar, train
@@ -169,7 +172,7 @@ def retrain(name: str, *, progress: bool = True, ship: bool = False) -> ShippedC
         weights, meta = shipped_paths(name)
         with atomic_path(weights) as partial:
             torch.save(state, partial)
-        command = f"coded train {name} --ship"
+        command = command or f"coded train {name} --ship"
         info = {**sidecar, "sha256": sha256(weights), "provenance": provenance(command, seconds)}
         with atomic_path(meta) as partial:
             partial.write_text(json.dumps(info, indent=2) + "\n")
