@@ -4,6 +4,10 @@ again, with one line naming the file and what is wrong; its claims are never rea
 that is not the one its run wrote. Every claim of the experiments asked for is in the report,
 with a verdict, and the counts add up.
 
+A finished experiment is also run again when the library's code or the data it reads changed
+since (its manifest's code and data hashes), and reused when only the commit or the version
+did; its page names the commit that ran it.
+
 The folder is made by a real run of a fast stand-in for the polynomial experiment (its
 ``run`` returns rows built here), so each case takes about a second.
 """
@@ -12,6 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -52,6 +58,7 @@ def runs(monkeypatch):
     from PIL import Image, PngImagePlugin
 
     from codedcomputing.experiments import EXPERIMENTS
+    from codedcomputing.reproduce import provenance
 
     module = EXPERIMENTS["polynomial"]
     calls = []
@@ -70,6 +77,10 @@ def runs(monkeypatch):
 
     monkeypatch.setattr(module, "run", run)
     monkeypatch.setattr(module, "plot", plot)
+    # the library's code hash taken once: a file of it edited while the tests run (in another
+    # window) would otherwise rerun the stand-in where a test expects it reused
+    code = provenance.code_hash()
+    monkeypatch.setattr(provenance, "code_hash", lambda: code)
     monkeypatch.setattr(module, "derived", lambda rows: {"polynomial_lcc": rows[:4]}, raising=False)
     return calls
 
@@ -159,3 +170,100 @@ def test_a_failed_experiment_keeps_its_claims_as_not_measured(tmp_path, monkeypa
     assert [claim.measured for claim in done.claims] == ["the experiment failed"] * 2
     assert_every_claim_has_a_verdict(done, 2)
     assert "Failed, so their claims are not measured: polynomial." in done.markdown.read_text()
+
+
+# -- code, data and commit: what a manifest records of the source a run had ------------------------
+
+
+def edit_manifest(folder: Path, change) -> None:
+    path = folder / "polynomial.run.json"
+    manifest = json.loads(path.read_text())
+    change(manifest)
+    path.write_text(json.dumps(manifest))
+
+
+def reasons(said: str) -> list[str]:
+    return [line for line in said.splitlines() if "running it again" in line]
+
+
+def test_the_manifest_records_the_commit_and_whether_the_package_was_dirty(finished):
+    import codedcomputing
+
+    package = Path(codedcomputing.__file__).parent
+    head = subprocess.run(["git", "-C", str(package), "rev-parse", "HEAD"], capture_output=True, text=True)
+    tracked = subprocess.run(
+        ["git", "-C", str(package), "ls-files", "__init__.py"], capture_output=True, text=True
+    )
+    if head.returncode != 0 or not tracked.stdout.strip():
+        pytest.skip("the library is not imported from a git checkout")
+    manifest = json.loads((finished / "polynomial.run.json").read_text())
+    assert re.fullmatch(r"[0-9a-f]{40}", manifest["commit"]) and manifest["commit"] == head.stdout.strip()
+    assert isinstance(manifest["dirty"], bool)
+    assert re.fullmatch(r"[0-9a-f]{64}", manifest["code_hash"])
+    assert re.fullmatch(r"[0-9a-f]{64}", manifest["data_hash"]) and manifest["data"] == {}  # reads no data
+    assert "version" not in manifest["fingerprint"] and manifest["environment"]["codedcomputing"]
+
+
+def test_a_run_from_another_commit_and_version_with_the_same_hashes_is_reused_and_its_page_names_it(
+    finished, runs
+):
+    from codedcomputing.reproduce import reproduce
+
+    def another_commit(manifest):
+        manifest.update(commit="fedcba9876543210fedcba9876543210fedcba98", dirty=True)
+        manifest["environment"]["codedcomputing"] = "0.0.1"
+
+    edit_manifest(finished, another_commit)
+    docs = finished / "docs"
+    done = reproduce(finished, quick=True, only="polynomial", progress=False, docs=docs)
+    assert [part.status for part in done.parts] == ["reused"] and runs == [0]
+    assert done.parts[0].commit == "fedcba9 (dirty)"
+    page = (docs / "polynomial.rst").read_text()
+    assert (
+        '"commit": "fedcba9 (dirty)"' in page.splitlines()[0] and '"version": "0.0.1"' in page.splitlines()[0]
+    )
+    assert "fedcba9 (dirty)" in (docs / "index.rst").read_text()
+    assert "ran with codedcomputing 0.0.1" in done.markdown.read_text()  # the report names the version
+
+
+def test_a_change_to_the_code_reruns_the_experiment_saying_since_which_commit(finished, runs, monkeypatch):
+    from codedcomputing.reproduce import provenance
+
+    edit_manifest(finished, lambda manifest: manifest.update(commit="abc1234" + "0" * 33, dirty=False))
+    monkeypatch.setattr(provenance, "code_hash", lambda: "0" * 64)
+    done, said = reproduce_here(finished)
+    assert [part.status for part in done.parts] == ["ran"] and runs == [0, 0]
+    assert reasons(said) == ["reproduce: polynomial: code changed since abc1234; running it again"]
+    assert "polynomial (code changed since abc1234)" in done.markdown.read_text()
+    again, said = reproduce_here(finished)
+    assert [part.status for part in again.parts] == ["reused"] and not reasons(said)
+
+
+def test_a_change_to_the_data_reruns_the_experiment_naming_what_changed(tmp_path, runs, monkeypatch):
+    from codedcomputing.reproduce import provenance, run
+
+    digests = {"digits": "1" * 64}
+    monkeypatch.setitem(run.DATASETS_USED, "polynomial", ("digits",))
+    monkeypatch.setattr(provenance, "dataset_digest", lambda name: digests[name])
+    reproduce_here(tmp_path)
+    manifest = json.loads((tmp_path / "polynomial.run.json").read_text())
+    assert manifest["data"] == {"datasets/digits": "1" * 64}
+    assert [part.status for part in reproduce_here(tmp_path)[0].parts] == ["reused"]
+    digests["digits"] = "unavailable"
+    done, said = reproduce_here(tmp_path)
+    assert [part.status for part in done.parts] == ["ran"] and runs == [0, 0]
+    assert len(reasons(said)) == 1 and "data changed since " in said and "(datasets/digits)" in said
+
+
+def test_a_manifest_without_hashes_is_of_an_older_version_and_reruns(finished, runs):
+    def older(manifest):
+        del manifest["code_hash"], manifest["data_hash"]
+        manifest["fingerprint"]["version"] = "0.0.1"
+
+    edit_manifest(finished, older)
+    done, said = reproduce_here(finished)
+    assert [part.status for part in done.parts] == ["ran"] and runs == [0, 0]
+    assert reasons(said) == [
+        "reproduce: polynomial: polynomial.run.json records no code and data hashes "
+        "(it was written by an older version); running it again"
+    ]

@@ -142,8 +142,9 @@ def part(name, out, figures=(), status="ran", claims=None, seconds=75.4):
         files if status != "failed" else [],
         claims if claims is not None else [claim(name, True), claim(name, False, "LCC_is_exact *below* |S|")],
         error="RuntimeError: the cache is unreadable" if status == "failed" else "",
-        environment={"commit": "0123456789ab"} if status != "failed" else {},
+        environment={"codedcomputing": "0.0.9"} if status != "failed" else {},
         finished="2026-01-02 03:04 UTC" if status != "failed" else "",
+        commit="0123abc (dirty)",
     )
 
 
@@ -162,9 +163,13 @@ def test_pages_say_how_each_experiment_ran_and_the_index_lists_every_page(tmp_pa
     assert page.startswith(RECORD)
     tree = doctree(page)
     text = tree.astext()
-    assert (
-        "full" in text and "0123456789ab" in text and "2026-01-02 03:04 UTC" in text and "1 min 15 s" in text
+    assert "full" in text and "2026-01-02 03:04 UTC" in text and "1 min 15 s" in text
+    # the commit and version that ran it (a reused part's: its manifest's), not the library's now
+    how = dict(
+        [e.astext() for e in row.findall(nodes.entry)]
+        for row in tree.next_node(nodes.table).findall(nodes.row)
     )
+    assert how["commit"] == "0123abc (dirty)" and how["codedcomputing"] == "0.0.9"
     assert "coded reproduce --out DIR --only polynomial --docs docs/results" in text
     claims = [
         [e.astext() for e in row.findall(nodes.entry)]
@@ -187,10 +192,10 @@ def test_pages_say_how_each_experiment_ran_and_the_index_lists_every_page(tmp_pa
         [e.astext() for e in row.findall(nodes.entry)]
         for row in index.next_node(nodes.table).findall(nodes.row)
     ]
-    assert [row[:4] for row in rows] == [
-        ["experiment", "claims", "grid", "seed"],
-        ["polynomial", "1 held, 1 not held", "full", "3"],
-        ["rates", "1 not measured", "quick", "0"],
+    assert [row[:6] for row in rows] == [
+        ["experiment", "claims", "grid", "seed", "version", "commit"],
+        ["polynomial", "1 held, 1 not held", "full", "3", "0.0.9", "0123abc (dirty)"],
+        ["rates", "1 not measured", "quick", "0", "0.0.9", "0123abc (dirty)"],
     ]
     assert "2 experiment(s), on the full and quick grids: 3 claims, 1 held, 1 not held, 1 not measured" in (
         index.astext()

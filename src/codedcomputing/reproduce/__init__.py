@@ -4,7 +4,9 @@ experiments, check each paper's claims against the rows they wrote, and write a 
 :func:`reproduce` runs (or reuses) the experiments and writes ``report.md`` and
 ``report.html``, and with ``docs`` the same as Sphinx pages (the repository's
 ``docs/results``); :mod:`.claims` holds the papers and their claims, each read from an
-experiment's rows; :mod:`.report` renders the report; :mod:`.pages` writes the pages.
+experiment's rows; :mod:`.report` renders the report; :mod:`.pages` writes the pages;
+:mod:`.provenance` gives the commit and the code and data hashes each experiment's manifest
+records, which decide whether a finished experiment is reused.
 """
 
 from __future__ import annotations

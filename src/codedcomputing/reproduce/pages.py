@@ -2,7 +2,8 @@
 experiment of the run, and ``DIR/index.rst``, a table of every experiment page in ``DIR``.
 
 An experiment's page says how it was run (the full grid or ``--quick``, the seed, the version
-and commit, the seconds it took, when it finished), then its claims with the measured values
+and the commit that ran it, "abc1234 (dirty)" when the package's files differed from that
+commit, the seconds it took, when it finished), then its claims with the measured values
 and verdicts, its headline table, and its figures, copied beside the page. Everything on it is
 computed from the report's parts: the CSVs and manifests in the output folder.
 
@@ -141,13 +142,14 @@ def _experiment_page(part, out_dir: Path, docs_dir: Path, *, quick: bool, seed: 
     before = _record_of(page) if page.exists() else {}
     figures = [file for file in part.files if file.endswith(".png")]
     grid = "quick" if quick else "full"
-    commit = part.environment.get("commit") or "not recorded"
+    commit = part.commit or "not recorded"  # a reused part's: the commit of the run that wrote it
+    version = part.environment.get("codedcomputing") or __version__
     record = {
         "experiment": part.name,
         "status": part.status,
         "grid": grid,
         "seed": seed,
-        "version": __version__,  # a reused run is one of this version: the manifest's fingerprint says so
+        "version": version,
         "commit": commit,
         "seconds": round(part.seconds, 1),
         "finished": part.finished,
@@ -170,7 +172,7 @@ def _experiment_page(part, out_dir: Path, docs_dir: Path, *, quick: bool, seed: 
                 "quick (--quick: smaller grids and fewer trials than the papers)" if quick else "full",
             ),
             ("seed", str(seed)),
-            ("codedcomputing", __version__),
+            ("codedcomputing", version),
             ("commit", commit),
             *[
                 (key, part.environment[key])

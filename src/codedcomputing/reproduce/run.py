@@ -4,14 +4,19 @@ write ``report.md`` and ``report.html`` (and, with ``docs``, Sphinx pages: :mod:
 Each experiment is run by the experiment driver (its CSV, derived tables and figures go to
 the output folder, as ``coded experiment`` writes them), then its CSV is read back and its
 claims (:mod:`.claims`) are computed from what the file holds. Beside each CSV a manifest,
-``NAME.run.json``, records the configuration, the seed, the library's version, the files
-written (with each one's sha256, and a CSV's number of rows), the seconds taken and when it
-finished; it is written only once the experiment has finished, so an experiment whose
-manifest matches the configuration asked for, and whose files are still the ones it wrote,
-is not run again (unless ``force``), and a run that stopped half-way is redone. A manifest
-that cannot be read, or a file that changed since it was written, is named in one line and
-its experiment runs again. An experiment that raises is reported (its error and the end of its traceback)
-and the others go on; its claims are in the report as not measured.
+``NAME.run.json``, records the configuration, the seed, the library's version, the git commit
+of the source and whether it was dirty, a hash of the code and one of the data
+(:mod:`.provenance`), the files written (with each one's sha256, and a CSV's number of rows),
+the seconds taken and when it finished; it is written only once the experiment has finished,
+and a run that stopped half-way is redone.
+
+An experiment is not run again (unless ``force``) when its manifest has the grid, seed and
+configuration asked for, the code and data hashes of this run, and its files are still the
+ones it wrote; the version and the commit may differ (a commit that changed no file of the
+package, or none of the data, leaves the results as they were). Otherwise one line says why
+(a manifest that cannot be read, a file that changed, "code changed since abc1234") and the
+experiment runs again. An experiment that raises is reported (its error and the end of its
+traceback) and the others go on; its claims are in the report as not measured.
 """
 
 from __future__ import annotations
@@ -24,7 +29,6 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import time
 import traceback
@@ -37,6 +41,7 @@ from .._progress import progress as show_progress
 from .._version import __version__
 from ..experiments import EXPERIMENTS, run_experiment
 from ..experiments.records import output_dir, read_csv, read_table
+from . import provenance
 from .claims import PAPERS, Claim, claims_of
 from .pages import figure_caption, write_pages
 from .report import Document, to_html, to_markdown
@@ -73,6 +78,18 @@ TRAIN_S = {"lenet5": 35, "vit": 210}
 # training_seconds, 2 shared cores); an experiment names the ones it uses with a
 # ``parity_models_used(config)`` function.
 PARITY_TRAIN_S = {("lenet5", 2): 170, ("lenet5", 4): 320, ("vit", 2): 670, ("vit", 4): 715}
+# The datasets each experiment reads (besides the one its configuration names, if it has a
+# ``dataset``, as gradient-coding's): their arrays go into its manifest's data hash, with the
+# shipped weights of the experiments that load a model (MODELS_USED).
+DATASETS_USED = {
+    "stragglers": ("mnist",),
+    "rates": ("mnist",),
+    "latency": ("mnist",),
+    "manifold": ("mnist",),
+    "adversarial": ("mnist",),
+    "frontier": ("mnist",),
+    "serving": ("mnist",),
+}
 
 
 @dataclass
@@ -88,6 +105,7 @@ class Part:
     environment: dict = field(default_factory=dict)  # what it ran with (a reused part: then)
     rerun_because: str = ""  # why its earlier run in the folder was not reused ("": none, or forced)
     finished: str = ""  # when it finished, "YYYY-MM-DD HH:MM UTC" ("": it failed)
+    commit: str = ""  # the commit it ran at, "abc1234" or "abc1234 (dirty)" (provenance.commit_label)
 
 
 @dataclass
@@ -142,15 +160,39 @@ def _untrained_parity_models(names, quick: bool) -> list[tuple[str, int]]:
 
 
 def _fingerprint(name: str, quick: bool, seed: int) -> dict:
+    """What a reused run must have been run with, besides the code and the data (the version is
+    not in it: the code hash says whether the library changed)."""
     module = EXPERIMENTS[name]
     config = module.QUICK if quick else module.Config()
     return {
         "experiment": name,
         "quick": quick,
         "seed": seed,
-        "version": __version__,
         "config": json.loads(json.dumps(dataclasses.asdict(config), default=str)),
     }
+
+
+class _Inputs:
+    """The commit, the code hash (taken once, when the reproduction starts: the code it
+    imports) and each experiment's data (datasets hashed once each) of one reproduction."""
+
+    def __init__(self, quick: bool):
+        self.quick = quick
+        self.commit, self.dirty = provenance.source_commit()
+        self.code_hash = provenance.code_hash()
+        self._digests: dict[str, str] = {}
+
+    def _digest(self, name: str) -> str:
+        if name not in self._digests:
+            self._digests[name] = provenance.dataset_digest(name)
+        return self._digests[name]
+
+    def data(self, name: str) -> dict:
+        """``{what: sha256}`` of what experiment ``name`` reads (:func:`.provenance.data_inputs`)."""
+        module = EXPERIMENTS[name]
+        config = module.QUICK if self.quick else module.Config()
+        used = [*DATASETS_USED.get(name, ()), *([config.dataset] if hasattr(config, "dataset") else [])]
+        return provenance.data_inputs(used, weights=name in MODELS_USED, digest=self._digest)
 
 
 def _manifest(out_dir: Path, name: str) -> Path:
@@ -232,10 +274,18 @@ def _file_problem(out_dir: Path, file: str, recorded: dict, manifest: str) -> st
     return f"{file} changed since {manifest} was written (its sha256 differs)"
 
 
-def _reusable(out_dir: Path, name: str, fingerprint: dict) -> tuple[dict | None, str]:
-    """``(manifest, "")`` for a finished run of ``name`` with this fingerprint whose files are
-    all still the ones it wrote; else ``(None, why not)``, why not naming the file at fault
-    ("" when there is no manifest: the experiment has not run here)."""
+def _since(manifest: dict) -> str:
+    """The run a manifest records, as a reason names it: its commit, else when it finished."""
+    if provenance.is_commit(manifest.get("commit")):
+        return provenance.commit_label(manifest["commit"], manifest.get("dirty"))
+    return f"its run of {manifest['finished']}" if isinstance(manifest.get("finished"), str) else "its run"
+
+
+def _reusable(out_dir: Path, name: str, fingerprint: dict, inputs: _Inputs) -> tuple[dict | None, str]:
+    """``(manifest, "")`` for a finished run of ``name`` with this fingerprint, this code hash
+    and this data hash, whose files are all still the ones it wrote; else ``(None, why not)``,
+    why not naming the file at fault or what changed ("" when there is no manifest: the
+    experiment has not run here)."""
     path = _manifest(out_dir, name)
     if not path.exists():
         return None, ""
@@ -250,12 +300,22 @@ def _reusable(out_dir: Path, name: str, fingerprint: dict) -> tuple[dict | None,
     problem = _manifest_problem(manifest)
     if problem:
         return None, f"{path.name} {problem}"
+    if not all(isinstance(manifest.get(key), str) for key in ("code_hash", "data_hash")):
+        return None, f"{path.name} records no code and data hashes (it was written by an older version)"
     if manifest["fingerprint"] != fingerprint:
         then = manifest["fingerprint"]
         changed = [
             key for key in dict.fromkeys([*fingerprint, *then]) if then.get(key) != fingerprint.get(key)
         ]
         return None, f"{path.name} is of a run with another {', '.join(changed)}"
+    if manifest["code_hash"] != inputs.code_hash:
+        return None, f"code changed since {_since(manifest)}"
+    data = inputs.data(name)
+    if manifest["data_hash"] != provenance.data_hash(data):
+        then = manifest.get("data") if isinstance(manifest.get("data"), dict) else {}
+        changed = [key for key in dict.fromkeys([*data, *then]) if then.get(key) != data.get(key)]
+        which = f" ({', '.join(changed)})" if changed else ""
+        return None, f"data changed since {_since(manifest)}{which}"
     for file in manifest["files"]:
         problem = _file_problem(out_dir, file, manifest["checksums"][file], path.name)
         if problem:
@@ -311,7 +371,8 @@ def reproduce(
     console = console or Console(stderr=True)
     started = time.perf_counter()
     plans = {name: _fingerprint(name, quick, seed) for name in names}
-    checked = {name: (None, "") if force else _reusable(out_dir, name, plans[name]) for name in names}
+    inputs = _Inputs(quick)
+    checked = {name: (None, "") if force else _reusable(out_dir, name, plans[name], inputs) for name in names}
     reuse = {name: manifest for name, (manifest, _) in checked.items()}
     reasons = {name: why for name, (_, why) in checked.items() if why}
     to_run = [name for name in names if reuse[name] is None]
@@ -342,7 +403,7 @@ def reproduce(
     total = sum(weight.values())
     with show_progress("reproduce: expected seconds of work done", total, enabled=progress) as advance:
         for name in names:
-            part = _one(name, out_dir, plans[name], reuse[name], quick, seed, progress, console)
+            part = _one(name, out_dir, plans[name], inputs, reuse[name], quick, seed, progress, console)
             part.rerun_because = reasons.get(name, "")
             parts.append(part)
             advance(weight[name])
@@ -356,15 +417,17 @@ def reproduce(
     return Reproduction(parts, markdown, page, seconds, pages)
 
 
-def _one(name, out_dir, fingerprint, manifest, quick, seed, progress, console) -> Part:
+def _one(name, out_dir, fingerprint, inputs, manifest, quick, seed, progress, console) -> Part:
     """Run (or reuse) one experiment and read its claims from its CSV."""
     start = time.perf_counter()
     module = EXPERIMENTS[name]
     config = module.QUICK if quick else module.Config()
+    commit = provenance.commit_label(inputs.commit, inputs.dirty)
     if manifest is not None:
         status, files, seconds = "reused", manifest["files"], float(manifest["seconds"])
         ran_with = dict(manifest.get("environment", {}))
         finished = _finished(manifest, _manifest(out_dir, name))
+        commit = provenance.commit_label(manifest.get("commit"), manifest.get("dirty"))
     else:
         path = _manifest(out_dir, name)
         try:
@@ -373,7 +436,7 @@ def _one(name, out_dir, fingerprint, manifest, quick, seed, progress, console) -
             path.unlink(missing_ok=True)  # a run that stops now leaves none
         except OSError as err:
             why = f"{path} cannot be replaced: {err.strerror or err}"
-            return _failed(name, config, 0.0, why, why)
+            return _failed(name, config, 0.0, why, why, commit=commit)
         try:
             paths = run_experiment(name, out_dir, quick=quick, seed=seed, progress=progress, console=console)
         except Exception as err:  # one experiment's failure is reported, the others go on
@@ -384,13 +447,20 @@ def _one(name, out_dir, fingerprint, manifest, quick, seed, progress, console) -
                 time.perf_counter() - start,
                 f"{type(err).__name__}: {err}\n{tail}",
                 "the experiment failed",
+                commit=commit,
             )
         seconds = time.perf_counter() - start
         files = [Path(p).name for p in paths]
-        ran_with = dict(environment(seed, quick))
+        ran_with = dict(environment(seed, quick, commit=commit))
         finished = _stamp(datetime.datetime.now(datetime.timezone.utc))
+        data = inputs.data(name)
         record = {
             "fingerprint": fingerprint,
+            "commit": inputs.commit,
+            "dirty": inputs.dirty,
+            "code_hash": inputs.code_hash,
+            "data_hash": provenance.data_hash(data),
+            "data": data,
             "files": files,
             "checksums": {file: _checksum(out_dir / file) for file in files},
             "seconds": seconds,
@@ -405,51 +475,23 @@ def _one(name, out_dir, fingerprint, manifest, quick, seed, progress, console) -
         rows = read_csv(out_dir / f"{name}.csv")
     except (OSError, ValueError) as err:  # a claim that cannot be read is a failure of this part only
         why = f"reading {name}.csv: {type(err).__name__}: {err}"
-        return _failed(name, config, seconds, why, why, files)
-    return Part(
-        name, status, seconds, files, claims_of(name, rows, config), environment=ran_with, finished=finished
-    )
+        return _failed(name, config, seconds, why, why, files, commit=commit)
+    claims = claims_of(name, rows, config)
+    return Part(name, status, seconds, files, claims, environment=ran_with, finished=finished, commit=commit)
 
 
-def _failed(name, config, seconds, error, why, files=()) -> Part:
+def _failed(name, config, seconds, error, why, files=(), *, commit="") -> Part:
     """A failed part: its claims are all there, not measured because of ``why``."""
     claims = [dataclasses.replace(claim, measured=why) for claim in claims_of(name, [], config)]
-    return Part(name, "failed", seconds, list(files), claims, error=error)
+    return Part(name, "failed", seconds, list(files), claims, error=error, commit=commit)
 
 
-def source_commit() -> str:
-    """The git commit of the checkout whose ``src/`` this package is imported from, marked
-    when ``src/`` differs from it; "" when the package is not imported from a git checkout."""
-    package = Path(__file__).resolve().parents[1]
-    root = package.parents[1]
-    if package.parent.name != "src" or not (root / ".git").exists():
-        return ""
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        changed = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--", "src"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.SubprocessError):  # no git, or one that hangs
-        return ""
-    if head.returncode != 0 or not head.stdout.strip():
-        return ""
-    edited = changed.returncode != 0 or bool(changed.stdout.strip())
-    return head.stdout.strip() + (" with uncommitted changes to src/" if edited else "")
-
-
-def environment(seed: int, quick: bool) -> list[tuple[str, str]]:
-    """The machine and the packages a reproduction ran with, and the commit of the source."""
+def environment(seed: int, quick: bool, *, commit: str | None = None) -> list[tuple[str, str]]:
+    """The machine and the packages a reproduction ran with, and the commit of the source
+    (``commit``, as :func:`.provenance.commit_label` writes it; default: looked up now)."""
     rows = [
         ("codedcomputing", __version__),
-        ("commit", source_commit() or "unknown (not run from a git checkout)"),
+        ("commit", commit or provenance.commit_label(*provenance.source_commit())),
         ("python", sys.version.split()[0]),
         ("platform", platform.platform()),
         ("CPUs", f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()}"),
