@@ -21,8 +21,22 @@ from . import metrics, stragglers
 from ._version import __version__
 from .codes import BACC, CODES, GCC, LCC, Replication, Uncoded
 from .datasets import DATASETS
-from .experiments import EXPERIMENTS, NotAnExperimentCSV, redraw, run_experiment
-from .models import MODELS
+from .models import MODELS  # its torch loads in the commands that build a model
+
+# The experiments' names, for the help and the checks of NAME and --only, so that starting the
+# command line does not import every experiment (and the serving stack); the experiment
+# commands import them. tests/test_cli_startup.py checks this against EXPERIMENTS.
+EXPERIMENT_NAMES = (
+    "stragglers",
+    "polynomial",
+    "rates",
+    "latency",
+    "manifold",
+    "adversarial",
+    "gradient-coding",
+    "frontier",
+    "serving",
+)
 
 
 def _choices(name: str, values) -> type[Enum]:
@@ -506,9 +520,17 @@ def _check_out(out: Path, option: str = "--out") -> None:
         raise typer.BadParameter(str(err), param_hint=option) from None
 
 
+EXPERIMENT_INTRO = (
+    "Run one of the papers' experiments: write its long-format CSV and PNG figures in --out, "
+    "and print its headline."
+)
+
+
 def _experiment_help(width: int | None = None) -> str:
     """The help of ``coded experiment``: a line per experiment, its summary wrapped at ``width``
     (the terminal's, less the help's margins) under itself, so that no word is split."""
+    from .experiments import EXPERIMENTS
+
     width = console().width if width is None else width
     indent = max(len(name) for name in EXPERIMENTS) + 2
     entries = [
@@ -521,14 +543,12 @@ def _experiment_help(width: int | None = None) -> str:
         )
         for name, module in EXPERIMENTS.items()
     ]
-    return (
-        "Run one of the papers' experiments: write its long-format CSV and PNG figures in --out, "
-        "and print its headline.\n\n\bNAME is one of:\n" + "\n".join(entries)
-    )
+    return EXPERIMENT_INTRO + "\n\n\bNAME is one of:\n" + "\n".join(entries)
 
 
 class _ExperimentCommand(_Command):
-    """``coded experiment``: its list of experiments is wrapped when the help is shown."""
+    """``coded experiment``: its list of experiments (which imports them) is made, and wrapped,
+    when the help is shown; until then its help is the first paragraph, the commands' list's."""
 
     def format_help(self, ctx, formatter):
         self.help = _experiment_help()
@@ -536,12 +556,12 @@ class _ExperimentCommand(_Command):
 
 
 def _experiment_name(value: str) -> str:
-    if value not in EXPERIMENTS:
-        raise typer.BadParameter(_unknown(value, EXPERIMENTS, "experiments"))
+    if value not in EXPERIMENT_NAMES:
+        raise typer.BadParameter(_unknown(value, EXPERIMENT_NAMES, "experiments"))
     return value
 
 
-@app.command("experiment", cls=_ExperimentCommand, help=_experiment_help(80))
+@app.command("experiment", cls=_ExperimentCommand, help=EXPERIMENT_INTRO)
 def experiment(
     name: str = typer.Argument(
         ...,
@@ -554,6 +574,8 @@ def experiment(
     quick: bool = typer.Option(False, "--quick", help="A smaller grid and fewer trials (seconds)."),
     seed: int = typer.Option(0, min=0, help="Seed for everything random in the experiment."),
 ) -> None:
+    from .experiments import run_experiment
+
     _check_out(out)
     out_console = console()
     start = time.perf_counter()
@@ -569,7 +591,9 @@ def reproduce_command(
     out: Path = typer.Option(Path("reproduction"), "--out", help="Directory for CSVs, figures, report."),
     quick: bool = typer.Option(False, "--quick", help="Every experiment's smaller grid (minutes)."),
     only: str = typer.Option(
-        None, "--only", help=f"Comma-separated experiments to run (default: all of {', '.join(EXPERIMENTS)})."
+        None,
+        "--only",
+        help=f"Comma-separated experiments to run (default: all of {', '.join(EXPERIMENT_NAMES)}).",
     ),
     force: bool = typer.Option(False, "--force", help="Rerun experiments already done in --out."),
     seed: int = typer.Option(0, min=0, help="Seed for everything random in the experiments."),
@@ -631,6 +655,8 @@ def plot(
     Says which figures it wrote, and which of them replaced a file of the same name. Rows with
     a cell a figure cannot use (NaN, empty, text where a number goes, out of range, a line cut
     short) are left out, and one line says how many and why."""
+    from .experiments import NotAnExperimentCSV, redraw
+
     out = out if out is not None else csv_path.parent
     _check_out(out)
     out_console = console()
@@ -753,6 +779,8 @@ def serve(
     POST /predict {"inputs": [...]} -> {"outputs": [...], "exact": [...]}; GET /health (200 once
     ready); GET /metrics (Prometheus text). Times (--hedge-delay, --tau, --max-group-wait,
     --service-ms) are in milliseconds. SIGINT or SIGTERM drains the queries in flight and exits 0.
+    A port in use, or an address that cannot be listened on, is said in one line (exit status 3)
+    before anything starts.
     """
     import math
 
@@ -805,14 +833,18 @@ def serve(
     except ValueError as err:
         raise typer.BadParameter(str(err), param_hint="--scheme") from None
     shape = _input_shape(input_shape, None) if input_shape is not None else None
+    if stragglers > 0 and service_ms == 0:
+        raise typer.BadParameter("needs --service-ms (the straggler's base time)", param_hint="--stragglers")
+    unusable = _cannot_listen(host, port)
+    if unusable:  # before the model loads, the URL line and Ray: none of them could be used
+        typer.echo(f"coded serve: {unusable}", err=True)
+        raise typer.Exit(3)
     f, shape = _serving_model(model, shape)
     service = None
     if service_ms > 0:
         from .runtime.delays import Bimodal
 
         service = Bimodal(base=service_ms, p=stragglers, slowdown=slowdown, jitter=0.0)
-    elif stragglers > 0:
-        raise typer.BadParameter("needs --service-ms (the straggler's base time)", param_hint="--stragglers")
 
     def make_server():
         options = {"service": service, "time_unit": 1e-3, "seed": seed}
@@ -835,6 +867,35 @@ def serve(
     finally:
         if ray is not None:
             ray.shutdown()
+
+
+def _cannot_listen(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on, in a few words, or None when it can.
+
+    Binds it as uvicorn does (asyncio's ``create_server``: every address ``host`` resolves to,
+    SO_REUSEADDR on POSIX, IPv6 only on IPv6 sockets) and closes the sockets at once, so that
+    the port is free again for the server."""
+    import errno
+    import socket
+
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as err:  # socket.gaierror: a name that does not resolve
+        return f"cannot listen on {where}: {err.strerror or err}"
+    for family, kind, protocol, _, address in set(addresses):
+        try:
+            with socket.socket(family, kind, protocol) as sock:
+                if os.name == "posix":
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == getattr(socket, "AF_INET6", None):
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind(address)
+        except OSError as err:
+            if err.errno == errno.EADDRINUSE:
+                return f"{where} is in use (another server listens there): choose another --port"
+            return f"cannot listen on {where}: {err.strerror or err}"
+    return None
 
 
 def _start_ray(address: str | None):
@@ -872,7 +933,8 @@ def bench_serve(
     latency counts from then (a request waiting for a free connection waits in its latency).
     Plain HTTP/1.1 over asyncio streams with keep-alive connections (a general client such as
     httpx takes more CPU than the server here). Prints the latency percentiles of the answered
-    requests, the throughput, and the errors by kind."""
+    requests, the throughput, the errors by kind, and the share of answers that were decoded
+    ("exact": false in the server's response)."""
     import asyncio
     import json
     from urllib.parse import urlsplit
@@ -900,9 +962,10 @@ def bench_serve(
         requests.append(head.format(len(body)).encode() + body.encode())
     times = np.cumsum(rng.exponential(1.0 / rate, size=int(rate * duration * 1.5) + 10))
     times = times[times < duration]
-    results: list[tuple[str, float]] = []  # (status code or error kind, seconds from the due time)
+    # (status code or error kind, seconds from the due time, the body's "exact" list unparsed)
+    results: list[tuple[str, float, bytes]] = []
 
-    async def exchange(connection, request: bytes) -> str:
+    async def exchange(connection, request: bytes) -> tuple[str, bytes]:
         reader, writer = connection
         writer.write(request)
         status_line = await reader.readuntil(b"\r\n")
@@ -911,8 +974,10 @@ def bench_serve(
         for line in headers.split(b"\r\n"):
             if line.lower().startswith(b"content-length:"):
                 length = int(line.split(b":", 1)[1])
-        await reader.readexactly(length)
-        return status_line.split()[1].decode()
+        body = await reader.readexactly(length)
+        # only the "exact" list is kept, and parsed after the run: the client stays cheap and small
+        at = body.rfind(b'"exact"')
+        return status_line.split()[1].decode(), body[at:] if at >= 0 else b""
 
     async def main() -> tuple[float, float]:
         idle: asyncio.Queue = asyncio.Queue()
@@ -925,12 +990,12 @@ def bench_serve(
             try:
                 if connection is None:
                     connection = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-                kind = await asyncio.wait_for(exchange(connection, request), timeout)
+                kind, exact = await asyncio.wait_for(exchange(connection, request), timeout)
             except asyncio.TimeoutError:
-                kind, connection = "timeout", None
+                kind, exact, connection = "timeout", b"", None
             except (OSError, asyncio.IncompleteReadError, ValueError) as err:
-                kind, connection = type(err).__name__, None
-            results.append((kind, time.perf_counter() - start - due))
+                kind, exact, connection = type(err).__name__, b"", None
+            results.append((kind, time.perf_counter() - start - due, exact))
             if connection is None or kind == "timeout":
                 connection = None
             idle.put_nowait(connection)
@@ -946,10 +1011,11 @@ def bench_serve(
         return time.perf_counter() - start, lag
 
     elapsed, lag = asyncio.run(main())
-    answered = np.array([s for kind, s in results if kind == "200"]) * 1e3
+    answered = np.array([s for kind, s, _ in results if kind == "200"]) * 1e3
     kinds: dict[str, int] = {}
-    for kind, _ in results:
+    for kind, _, _ in results:
         kinds[kind] = kinds.get(kind, 0) + 1
+    flags = [flag for _, _, exact in results for flag in _exact_flags(exact) if flag is not None]
     errors = ", ".join(f"{kind}: {n}" for kind, n in sorted(kinds.items()) if kind != "200") or "none"
     out = console()
     out.print(
@@ -964,3 +1030,20 @@ def bench_serve(
             f"({answered.size * batch / elapsed:.1f} inputs/s); "
             f"client lag up to {lag * 1e3:.1f} ms"
         )
+    if flags:  # the answers of 200s, and of the 503s that answered some inputs
+        decoded = flags.count(False)
+        out.print(f"decoded: {decoded} of {len(flags)} answers ({decoded / len(flags):.1%})")
+
+
+def _exact_flags(tail: bytes) -> list:
+    """The ``"exact"`` list that a /predict response body ends with (``tail``: from the key on),
+    or ``[]`` when it has none (an error without answers, a body cut short)."""
+    import json
+
+    text = tail.decode("utf-8", "replace")
+    start = text.find("[")
+    try:
+        flags = json.JSONDecoder().raw_decode(text, start)[0] if start >= 0 else []
+    except ValueError:
+        return []
+    return flags if isinstance(flags, list) else []
