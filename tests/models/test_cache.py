@@ -52,7 +52,7 @@ DAMAGE = {
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
-def test_a_damaged_model_cache_entry_is_retrained_with_a_warning(tmp_path, monkeypatch, damage):
+def test_a_damaged_model_cache_entry_is_retrained_with_a_warning(tmp_path, monkeypatch, untrained, damage):
     monkeypatch.setenv("CODEDCOMPUTING_CACHE", str(tmp_path))
     first = models.load("lenet5", TINY, progress=False)
     weights = models.weights_path("lenet5", TINY)
@@ -65,6 +65,7 @@ def test_a_damaged_model_cache_entry_is_retrained_with_a_warning(tmp_path, monke
     x = torch.as_tensor(datasets.digits().test_x[:8])
     assert torch.equal(first(x), again(x)) and again.test_accuracy == first.test_accuracy
     assert models.load("lenet5", TINY) is not None  # the entry is whole again: no warning
+    assert untrained == [TINY, TINY]
     assert not list(tmp_path.glob(".*partial*"))
 
 

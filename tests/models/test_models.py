@@ -23,12 +23,6 @@ from codedcomputing.models.vit import ViT, ViTConfig
 TINY = models.TrainingRecipe("digits", epochs=1, lr=2e-3, weight_decay=1e-4)
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CODEDCOMPUTING_CACHE", str(tmp_path))
-    return tmp_path
-
-
 @pytest.mark.parametrize(
     "model",
     [
@@ -73,7 +67,7 @@ def test_cache_directory_can_be_overridden(cache):
     assert models.weights_path("lenet5", TINY).parent == cache
 
 
-def test_load_trains_once_then_reads_the_cache(cache, monkeypatch):
+def test_load_trains_once_then_reads_the_cache(cache, untrained, monkeypatch):
     assert not models.is_cached("lenet5", TINY)
     first = models.load("lenet5", TINY, progress=False)
     assert models.is_cached("lenet5", TINY) and not models.is_cached("vit", TINY)
@@ -134,7 +128,7 @@ def test_the_cache_key_is_the_same_in_every_process(cache):
     assert found == {str(models.weights_path("vit", recipe))}
 
 
-def test_a_changed_recipe_trains_anew_and_the_sidecar_still_guards(cache, monkeypatch):
+def test_a_changed_recipe_trains_anew_and_the_sidecar_still_guards(cache, untrained, monkeypatch):
     models.load("lenet5", TINY, progress=False)
     other = dataclasses.replace(TINY, lr=1e-3)
     trained, real_train = [], models.train
@@ -160,6 +154,7 @@ def test_a_changed_recipe_trains_anew_and_the_sidecar_still_guards(cache, monkey
     assert trained == [other, other]
 
 
+@pytest.mark.slow
 def test_training_shows_one_progress_step_per_epoch_on_stderr(cache, capsys, monkeypatch):
     """Not a terminal (pytest's capture): plain lines, so that a CI log shows training move."""
     monkeypatch.delenv("FORCE_COLOR", raising=False)
@@ -181,6 +176,7 @@ def test_training_shows_one_progress_step_per_epoch_on_stderr(cache, capsys, mon
     assert capsys.readouterr() == ("", "")
 
 
+@pytest.mark.slow
 def test_training_is_reproducible_and_learns(cache):
     recipe = dataclasses.replace(TINY, epochs=6)
     model_a, accuracy_a = models.train("lenet5", recipe, progress=False)
@@ -193,10 +189,10 @@ def test_training_is_reproducible_and_learns(cache):
     assert models.evaluate(model_a, data.test_x, data.test_y) == accuracy_a
 
 
-def test_trained_model_is_a_function_for_coded_inference(cache):
-    """The cached model serves as f: GCC decodes its logits from coded digit images."""
-    model = models.load("lenet5", dataclasses.replace(TINY, epochs=3), progress=False)
-    data = datasets.digits()
+def test_trained_model_is_a_function_for_coded_inference(trained_models):
+    """The shipped model serves as f: GCC decodes its logits from coded digit images."""
+    model = trained_models["lenet5"]
+    data = datasets.mnist()
     x = torch.as_tensor(data.test_x[:10])
     code = cc.GCC(10, 50)
     alive = cc.stragglers.random(50, 5, 0)
@@ -224,6 +220,7 @@ def test_numpy_function_matches_the_module_and_takes_any_float_array():
         models.numpy_function("resnet")
 
 
+@pytest.mark.slow
 def test_cli_trains_and_reports_accuracy(cache):
     result = CliRunner().invoke(
         app, ["models", "train", "lenet5", "--dataset", "digits", "--epochs", "1"], env={"COLUMNS": "200"}

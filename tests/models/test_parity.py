@@ -19,12 +19,6 @@ TINY_BASE = models.TrainingRecipe("digits", epochs=1, lr=2e-3, weight_decay=1e-4
 TINY = parity.ParityRecipe(epochs=1, groups_per_epoch=200, batch_size=50)
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CODEDCOMPUTING_CACHE", str(tmp_path))
-    return tmp_path
-
-
 class Linear(torch.nn.Module):
     """A linear stand-in for a deployed model, ``F(x) = W vec(x)``, in float64: then
     ``F(x_1 + ... + x_k) = F(x_1) + ... + F(x_k)``, so ``F_P = F`` is an exact parity model."""
