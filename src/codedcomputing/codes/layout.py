@@ -59,16 +59,17 @@ from __future__ import annotations
 
 import functools
 import inspect
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.sparse import csr_array, issparse
-from scipy.sparse.csgraph import connected_components, shortest_path
-from scipy.sparse.linalg import eigsh
-from scipy.spatial import Delaunay, QhullError, cKDTree
-from scipy.stats import qmc
 
 from .. import _arraylib
 from .._validation import check_choice, check_count, check_flag, check_real_array
+
+# scipy's sparse, spatial and stats modules are imported where used: loading them takes ~0.5 s,
+# which ``import codedcomputing`` (and every ``coded`` command) would otherwise pay.
+if TYPE_CHECKING:
+    from scipy.sparse import csr_array
 
 __all__ = [
     "LAYOUTS",
@@ -140,6 +141,9 @@ def _checked_distances(distances, name: str = "distances", remedy: str = "") -> 
 def _checked_graph(graph, *, connected: bool = False, symmetric: bool = False) -> csr_array:
     """``graph`` (a scipy sparse array or matrix: square, real weights, finite and > 0) as a
     float64 ``csr_array``; ``connected``, ``symmetric``: refuse it when it is not."""
+    from scipy.sparse import csr_array, issparse
+    from scipy.sparse.csgraph import connected_components
+
     if not issparse(graph):
         raise ValueError(f"graph must be a scipy sparse array or matrix, got {type(graph).__name__}")
     if graph.ndim != 2 or graph.shape[0] != graph.shape[1]:
@@ -271,6 +275,8 @@ def _joined_knn_graph(distances: np.ndarray, neighbours: int) -> tuple[csr_array
 def _knn_graph(distances: np.ndarray, neighbours: int) -> csr_array:
     """:func:`knn_graph` of a square float64 matrix with ``join=False``. No checks are
     performed."""
+    from scipy.sparse import csr_array
+
     n = distances.shape[0]
     k = min(neighbours, n - 1)
     if k < 1:
@@ -322,6 +328,9 @@ def _join_components(
 ) -> tuple[csr_array, int]:
     """:func:`join_components` of a sparse graph and float64 distances. No checks are
     performed (but the documented ``ValueError`` when no finite link is left)."""
+    from scipy.sparse import csr_array
+    from scipy.sparse.csgraph import connected_components
+
     n = graph.shape[0]
     rows = np.arange(n) if rows is None else np.asarray(rows)
     count, labels = connected_components(graph, directed=False)
@@ -510,6 +519,9 @@ def _checked_dimensions(dimensions, n: int, what: str) -> int:
 def _spectral_embedding(graph: csr_array, dimensions: int) -> np.ndarray:
     """:func:`spectral_embedding` of a sparse graph (``m`` columns for ``m <= n - 2``, fewer
     past ``n - 1``). No checks are performed."""
+    from scipy.sparse import csr_array
+    from scipy.sparse.linalg import eigsh
+
     n = graph.shape[0]
     edges = graph.tocoo()
     lengths = edges.data[edges.data > 1e-300]  # duplicates' edges (1e-300) would make sigma ~0
@@ -590,6 +602,8 @@ def hull_design(sites: np.ndarray, count: int, *, include: bool = False, candida
 def _hull_design(sites: np.ndarray, count: int, *, include: bool = False, candidates: int = 32) -> np.ndarray:
     """:func:`hull_design` of float64 ``(K, m)`` sites and a Python int ``count``. No checks are
     performed."""
+    from scipy.spatial import Delaunay, QhullError, cKDTree
+
     k, m = sites.shape
     if m == 1:
         low, high = float(sites.min()), float(sites.max())
@@ -644,6 +658,8 @@ def _hull_design(sites: np.ndarray, count: int, *, include: bool = False, candid
 def _sobol(dimensions: int, power: int) -> np.ndarray:
     """The first ``2^power`` points of the scrambled Sobol sequence (seed 0) in [0, 1)^m,
     read-only and kept: scrambling the engine costs ~50 ms, every thin-plate bind needs it."""
+    from scipy.stats import qmc
+
     points = qmc.Sobol(dimensions, scramble=True, seed=0).random_base2(power)
     points.flags.writeable = False
     return points
@@ -810,6 +826,9 @@ class Reference:
 
     def _geodesics(self, inputs: np.ndarray) -> tuple[np.ndarray, int]:
         """:meth:`geodesics` of float64 ``(K, D)`` inputs. No checks are performed."""
+        from scipy.sparse import csr_array
+        from scipy.sparse.csgraph import shortest_path
+
         k, m = inputs.shape[0], self.points.shape[0]
         to_all = np.concatenate(
             [_pairwise_distances(inputs, self.points), _pairwise_distances(inputs)], axis=1

@@ -5,7 +5,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.interpolate import BarycentricInterpolator
 
 from .. import _arraylib
 from .._validation import check_count, check_flag
@@ -21,6 +20,8 @@ def lagrange_matrix(nodes: np.ndarray, points: np.ndarray) -> np.ndarray:
     numpy's global random state is left alone). No checks are performed."""
     if nodes.size == 1:
         return np.ones((points.size, 1))
+    from scipy.interpolate import BarycentricInterpolator  # here: it takes ~0.2 s to load
+
     interpolant = BarycentricInterpolator(nodes, np.eye(nodes.size), rng=np.random.default_rng(0))
     return np.asarray(interpolant(points)).reshape(points.size, nodes.size)
 

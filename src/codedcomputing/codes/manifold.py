@@ -6,11 +6,9 @@ import functools
 import time
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.linalg
-from scipy.sparse import csr_array
-from scipy.sparse.csgraph import connected_components
 
 from .. import _arraylib
 from .._validation import MAX_COUNT, check_choice, check_count, check_flag, check_number, check_real_array
@@ -21,6 +19,9 @@ from .base import Code
 from .gcc import GCC
 from .input_space import AMPLITUDE, LENGTH, RIDGE, kernel_map
 from .layout import BatchLayout, as_layout
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_array
 
 __all__ = [
     "DEGRADED",
@@ -135,6 +136,8 @@ def _solve_symmetric(system: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """``system^-1 rhs`` by a symmetric factorisation; when that is singular or reported
     ill-conditioned (knots a few millionths apart), whichever of it and the least-squares
     solution has the smaller residual."""
+    import scipy.linalg
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", scipy.linalg.LinAlgWarning)
         try:
@@ -483,6 +486,9 @@ def _separate(sites: np.ndarray) -> np.ndarray:
     close = layouts._pairwise_distances(sites) <= _FLAT
     if count < 2 or np.count_nonzero(close) == count:  # only the diagonal
         return sites
+    from scipy.sparse import csr_array
+    from scipy.sparse.csgraph import connected_components
+
     clusters = connected_components(csr_array(close), directed=False)[1]
     sites = sites.copy()
     for cluster in np.unique(clusters):

@@ -52,14 +52,16 @@ Where the host solves, theta then differs from the host's by the rows' truncatio
 from __future__ import annotations
 
 import contextlib
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-from scipy.linalg.lapack import dpttrf, dpttrs
-from scipy.sparse import csr_array
 
 from .. import _arraylib
 from .maps import TRUNCATION, SplineDecoder
+from .reinsch import _lapack
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_array
 
 __all__ = ["AdaptiveInterpolant", "blend_weight", "cubic_loo_residuals", "linear_loo_residuals"]
 
@@ -88,6 +90,8 @@ def linear_matrix(t: np.ndarray, z: np.ndarray) -> csr_array:
     b = (clamped - t[i]) / (t[i + 1] - t[i])
     cols = np.stack([i, i + 1], axis=1).ravel()
     vals = np.stack([1.0 - b, b], axis=1).ravel()
+    from scipy.sparse import csr_array
+
     return csr_array((vals, cols, np.arange(0, 2 * z.size + 1, 2)), shape=(z.size, n))
 
 
@@ -108,7 +112,8 @@ class _CubicLeaveOneOut:
         h = t[1:] - t[:-1]
         diagonal, offdiagonal = (h[:-1] + h[1:]) / 3.0, h[1:-1] / 6.0
         m = diagonal.size
-        pivots, l = dpttrf(diagonal, offdiagonal)[:2] if m > 1 else (diagonal, np.zeros(0))  # R = L D L^T
+        # R = L D L^T
+        pivots, l = _lapack().dpttrf(diagonal, offdiagonal)[:2] if m > 1 else (diagonal, np.zeros(0))
         z0 = _inverse_diagonal(diagonal, offdiagonal, pivots)  # Z = R^-1: Z[i, i]
         self.pivots, self.subdiagonal, self.inverse_diagonal = pivots, l, z0
         self.inverse_h = (1.0 / h)[:, None]
@@ -140,7 +145,7 @@ class _CubicLeaveOneOut:
         rhs = slopes[1:] - slopes[:-1]  # Q^T y
         if rhs.shape[0] == 1:
             return rhs / self.pivots[0]
-        return dpttrs(self.pivots, self.subdiagonal, rhs)[0]  # R g = Q^T y
+        return _lapack().dpttrs(self.pivots, self.subdiagonal, rhs)[0]  # R g = Q^T y
 
     def residuals_and_curvatures(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The residuals (:meth:`__call__`) and the curvatures ``g`` they come from."""
@@ -158,6 +163,8 @@ class _CubicLeaveOneOut:
         :data:`~codedcomputing.spline.maps.TRUNCATION` of their row's largest are dropped."""
         weights, columns, counts = self._row_entries(targets)
         indptr = np.concatenate([[0], np.cumsum(counts)])
+        from scipy.sparse import csr_array
+
         return csr_array((weights, columns, indptr), shape=(targets.size, self.inverse_h.shape[0] + 1))
 
     def _row_entries(self, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -305,6 +312,8 @@ def _sampled_rows(t: np.ndarray, cubic: _CubicLeaveOneOut, count: int, sample=No
     used = np.zeros(n, dtype=bool)
     used[columns] = True
     knots = np.flatnonzero(used)
+    from scipy.sparse import csr_array
+
     matrix = csr_array(  # [linear; cubic] rows, over the knots they touch
         (
             np.concatenate([linear, weights]),
@@ -323,6 +332,7 @@ def _inverse_diagonal(diagonal: np.ndarray, offdiagonal: np.ndarray, forward=Non
     ones computed unless given)."""
     if diagonal.size == 1:
         return 1.0 / diagonal
+    dpttrf = _lapack().dpttrf
     if forward is None:
         forward = dpttrf(diagonal, offdiagonal)[0]
     backward = dpttrf(diagonal[::-1], offdiagonal[::-1])[0][::-1]
@@ -379,6 +389,8 @@ def _sketch(values: np.ndarray) -> np.ndarray:
     if values.shape[0] <= SPARSE_SKETCH_ROWS:
         transposed = _sparse_sketches.get((d, values.dtype))
         if transposed is None:  # S^T, one entry a column (two threads making it make the same)
+            from scipy.sparse import csr_array
+
             transposed = _sparse_sketches[(d, values.dtype)] = csr_array(sketch.T)
         with np.errstate(over="ignore", invalid="ignore"):
             summed = np.ascontiguousarray((transposed @ values.T).T)
@@ -494,6 +506,8 @@ class AdaptiveInterpolant:
         if self._linear is None:
             first, second = self._linear_terms[:2]
             a, b = self._linear_weights(np.dtype(np.float64))
+            from scipy.sparse import csr_array
+
             linear = csr_array(
                 (
                     np.stack([a[:, 0], b[:, 0]], axis=1).ravel(),

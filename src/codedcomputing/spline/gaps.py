@@ -63,7 +63,6 @@ import functools
 import itertools
 
 import numpy as np
-from scipy.linalg.lapack import dpttrf, dpttrs
 
 from .. import _arraylib
 from .._arraylib import read_only
@@ -76,6 +75,7 @@ from .adaptive import (
     theta_from_terms,
 )
 from .berrut import berrut_matrix
+from .reinsch import _lapack
 
 __all__ = ["GapAwareInterpolant", "simplex_weights"]
 
@@ -359,8 +359,9 @@ def _end_line(t: np.ndarray, z: np.ndarray, low: bool) -> np.ndarray:
     if diagonal.size == 1:
         u = rhs / diagonal
     else:
-        pivots, subdiagonal = dpttrf(diagonal, off)[:2]
-        u = dpttrs(pivots, subdiagonal, rhs)[0]
+        lapack = _lapack()
+        pivots, subdiagonal = lapack.dpttrf(diagonal, off)[:2]
+        u = lapack.dpttrs(pivots, subdiagonal, rhs)[0]
     row = np.zeros(t.size)  # -h_0 / 6 Q u, then the chord's slope
     row[:-2] = u * inverse_h[:-1]
     row[1:-1] -= u * (inverse_h[:-1] + inverse_h[1:])
@@ -431,8 +432,9 @@ def _window_curvatures(t: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[np.
     has_s, has_e = at_s >= 1, at_s + 1 <= size - 2
     rhs[(first + at_s - 1)[has_s], 0] = 1.0
     rhs[(first + at_s)[has_e], 1] = 1.0
-    pivots, subdiagonal = dpttrf(diagonal, off)[:2]
-    x = dpttrs(pivots, subdiagonal, rhs)[0]  # 0 at each window's two closing rows
+    lapack = _lapack()
+    pivots, subdiagonal = lapack.dpttrf(diagonal, off)[:2]
+    x = lapack.dpttrs(pivots, subdiagonal, rhs)[0]  # 0 at each window's two closing rows
     inverse_h = 1.0 / h
     weights = x * inverse_h[:, None]  # Q's column q: 1/h_q at knot q, -1/h_q - 1/h_{q+1} at
     weights[1:] -= x[:-1] * (inverse_h[:-1] + inverse_h[1:])[:, None]  # q + 1, 1/h_{q+1} at q + 2

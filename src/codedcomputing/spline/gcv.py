@@ -12,12 +12,10 @@ import math
 import warnings
 
 import numpy as np
-from scipy.linalg import solve_banded
-from scipy.linalg.lapack import dpttrf
 
 from .._validation import check_number
 from .lambdas import MAX_LAMBDA, check_grid, lambda_grid
-from .reinsch import check_knots, check_values, fit, smoothing_matrix
+from .reinsch import _lapack, check_knots, check_values, fit, smoothing_matrix
 
 __all__ = ["gcv_lambda", "gcv_score", "influence_complement"]
 
@@ -139,7 +137,7 @@ def _banded_cholesky(h: np.ndarray, l: float) -> np.ndarray:
     # and sqrt(d_j) e_j at column j + 1.
     diagonal, offdiagonal = (h[:-1] + h[1:]) / 3.0, h[1:-1] / 6.0
     if m > 1:
-        d, e = dpttrf(diagonal, offdiagonal)[:2]
+        d, e = _lapack().dpttrf(diagonal, offdiagonal)[:2]
     else:
         d, e = diagonal, np.zeros(0)
     root = np.sqrt(d)
@@ -215,6 +213,8 @@ def _inverse_band(upper: np.ndarray) -> np.ndarray:
     put(3 * j + 2, 3 * j + 6, u2)  # U[j, j+2] Sigma[j+2, j+2]
     rhs = np.zeros(size)
     rhs[3 * j] = 1.0 / u0
+    from scipy.linalg import solve_banded
+
     x = solve_banded((0, 4), ab, rhs, check_finite=False)
     return x.reshape(m, 3).T
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-import scipy.sparse
 
 from .. import _arraylib
 from .reinsch import evaluation_matrix, smoothing_matrix
@@ -58,6 +57,8 @@ class SmoothingMap:
             self.evaluation = evaluation_matrix(knots, points)
             values = smoothing_matrix(knots, lam, knots, tol=TRUNCATION)
             curvatures = smoothing_matrix(knots, lam, knots, tol=TRUNCATION, derivative=2)
+            import scipy.sparse
+
             self.matrix = _compact(scipy.sparse.vstack([values, curvatures], format="csr"))
         elif points.size * n <= SMALL_MAP:
             self.matrix = smoothing_matrix(knots, lam, points)

@@ -28,15 +28,23 @@ Every map here is linear in ``y``: :func:`fit` applies it in ``O(n d)``;
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg.lapack import dgbtrf, dgbtrs, dpttrf, dpttrs
-from scipy.sparse import csr_array
 
 from .._validation import check_number, check_real_array
 
 __all__ = ["NaturalSpline", "evaluation_matrix", "fit", "smoothing_matrix"]
+
+
+@functools.cache
+def _lapack():
+    """``scipy.linalg.lapack``, imported at first use so that ``import codedcomputing`` does not
+    pay for scipy.linalg; cached, so a solve in a loop pays one look-up, not an import."""
+    from scipy.linalg import lapack
+
+    return lapack
 
 
 def check_knots(knots, name: str = "knots") -> np.ndarray:
@@ -80,7 +88,7 @@ class _Smoother:
         h = self.h
         if l == 0.0:
             diagonal = (h[:-1] + h[1:]) / 3.0
-            self.tridiagonal = dpttrf(diagonal, h[1:-1] / 6.0)[:2] if n > 3 else (diagonal, None)
+            self.tridiagonal = _lapack().dpttrf(diagonal, h[1:-1] / 6.0)[:2] if n > 3 else (diagonal, None)
             return
         self.g_pos = np.concatenate([[0], 2 * np.arange(1, n) - 1])  # position of g_i
         self.gamma_pos = 2 * np.arange(1, n - 1)  # position of gamma_j, j = 1..n-2
@@ -103,6 +111,8 @@ class _Smoother:
         put(self.gamma_pos[1:], self.gamma_pos[:-1], -h[j[:-1]] / 6.0)
         self.entries = tuple(np.concatenate(a) for a in (rows, cols, vals))
         rows, cols, vals = self.entries
+        from scipy.sparse import csr_array
+
         self.augmented = csr_array((vals, (rows, cols)), shape=(size, size))
         self._factors = {}  # transposed (bool) -> (lu, pivots), each built on first use
 
@@ -120,7 +130,7 @@ class _Smoother:
             kl, ku = self._KL, self._KU
             ab = np.zeros((2 * kl + ku + 1, 2 * self.t.size - 2))
             ab[kl + ku + rows - cols, cols] = vals
-            lu, pivots, info = dgbtrf(ab, kl, ku)
+            lu, pivots, info = _lapack().dgbtrf(ab, kl, ku)
             if info > 0:
                 raise ValueError("knots: the smoothing system is singular; are some knots (nearly) equal?")
             factors = self._factors[transposed] = (lu, pivots)
@@ -131,6 +141,7 @@ class _Smoother:
         iterative refinement (the residual from the unfactorised matrix), which recovers the
         digits pivoting lost."""
         lu, pivots = self.factorise(transposed=not trans)
+        dgbtrs = _lapack().dgbtrs
         x, _ = dgbtrs(lu, self._KL, self._KU, rhs, pivots, trans=1)
         x = np.ascontiguousarray(x)  # LAPACK returns Fortran order; scipy's sparse product is 6x faster on C
         matrix = self.augmented.T if trans else self.augmented
@@ -169,7 +180,7 @@ class _Smoother:
 
     def _tridiagonal_solve(self, rhs: np.ndarray) -> np.ndarray:
         diagonal, offdiagonal = self.tridiagonal
-        return rhs / diagonal[0] if offdiagonal is None else dpttrs(diagonal, offdiagonal, rhs)[0]
+        return rhs / diagonal[0] if offdiagonal is None else _lapack().dpttrs(diagonal, offdiagonal, rhs)[0]
 
     def apply_q(self, x: np.ndarray) -> np.ndarray:
         """``Q x`` (``(n, d)``) for interior values ``x (n - 2, d)``."""
@@ -332,7 +343,11 @@ def smoothing_matrix(knots, lam: float, points, *, tol: float = 0.0, derivative:
         raise ValueError(f"derivative must be 0 or 2, got {derivative!r}")
     l = t.size * lam
     if z.size == 0:
-        return np.zeros((0, t.size)) if tol == 0.0 else csr_array((0, t.size))
+        if tol == 0.0:
+            return np.zeros((0, t.size))
+        from scipy.sparse import csr_array
+
+        return csr_array((0, t.size))
     if tol == 0.0:
         s = np.empty((z.size, t.size))
         s[:, order] = _dense_map(t, l, z, derivative)
@@ -354,6 +369,8 @@ def evaluation_matrix(knots, points):
     rows = np.repeat(np.arange(z.size), 4)
     sorted_cols = stencil.index[:, None] + np.array([0, 1, n, n + 1])
     position = np.concatenate([order, order + n])  # sorted column -> column in the given order
+    from scipy.sparse import csr_array
+
     return csr_array((stencil.weights.ravel(), (rows, position[sorted_cols].ravel())), shape=(z.size, 2 * n))
 
 
@@ -386,6 +403,8 @@ def _tile_width(n: int, num_points: int) -> int:
 
 
 def _truncated(dense: np.ndarray, tol: float):
+    from scipy.sparse import csr_array
+
     dense[np.abs(dense) < tol * np.abs(dense).max(axis=1, keepdims=True)] = 0.0
     return csr_array(dense)
 
@@ -428,4 +447,6 @@ def _local_map(t: np.ndarray, l: float, z: np.ndarray, tol: float, derivative: i
         cols.append(c + lo)
         vals.append(block[r, c])
     rows, cols, vals = (np.concatenate(a) for a in (rows, cols, vals))
+    from scipy.sparse import csr_array
+
     return csr_array((vals, (rows, cols)), shape=(z.size, n))
