@@ -47,7 +47,8 @@ EXPORTS = {
     },
     "codedcomputing.metrics": {"accuracy", "mse", "relative_accuracy"},
     "codedcomputing.models": {
-        "MODELS", "TrainingRecipe", "evaluate", "is_cached", "load", "numpy_function", "train",
+        "MODELS", "TrainingRecipe", "evaluate", "is_cached", "is_shipped", "load", "numpy_function",
+        "train",
         "weights_path",
     },
     "codedcomputing.points": {

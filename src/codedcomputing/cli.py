@@ -359,8 +359,8 @@ def demo(
         parity_f = parity.parity_function(parity.load_parity("lenet5", 2, progress=False))
     else:
         parm_note = (
-            "ParM left out: no parity model of LeNet-5 for groups of 2 is cached (train it with "
-            "codedcomputing.models.parity.load_parity('lenet5', 2): 3 to 6 minutes on 2 cores)"
+            "ParM left out: no parity model of LeNet-5 for groups of 2 is shipped or cached (train it "
+            "with codedcomputing.models.parity.load_parity('lenet5', 2): about 3 to 6 minutes on 2 cores)"
         )
     rows = serving_demo.run(
         config,
@@ -501,7 +501,8 @@ def train_model(
         changes["epochs"] = epochs
     recipe = dataclasses.replace(recipe, **changes)
     model = models.load(name, recipe, retrain=retrain)
-    weights = models.weights_path(name, recipe)
+    shipped = models.is_shipped(name, recipe) and not retrain
+    weights = "shipped with the package" if shipped else models.weights_path(name, recipe)
     console().print(
         f"{name} on {recipe.dataset}: held-out accuracy {model.test_accuracy:.2%} "
         f"({recipe.epochs} epochs, seed {recipe.seed}); weights: {weights}",

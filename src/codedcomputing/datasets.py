@@ -4,8 +4,8 @@
 - ``digits()``: scikit-learn's 1,797 8x8 digits.
 
 Both return a :class:`Dataset` with a deterministic, class-stratified train/test split whose
-two parts are each shuffled by the split's seed, so that any slice (``test_x[:8]``) holds
-digits of every class, not the one class the packages' own sorted order would give; pixels are
+two parts are each shuffled by the split's seed, so that a slice holds a mix of classes
+(``test_y[:100]`` every one), not the one class the packages' own sorted order would give; pixels are
 float32 in [0, 1] with shape ``(n, 1, side, side)``.
 """
 

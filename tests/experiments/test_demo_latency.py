@@ -79,7 +79,6 @@ def _serving_table(output: str) -> dict[str, dict[str, str]]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(120)
 def test_serving_demo_prints_every_scheme_and_a_verdict_naming_the_lowest_tail(trained_models):
     from codedcomputing.models import parity
 
@@ -109,7 +108,6 @@ def test_serving_demo_prints_every_scheme_and_a_verdict_naming_the_lowest_tail(t
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(120)
 def test_serving_demo_leaves_parm_out_and_says_so_when_its_parity_model_is_not_cached(
     trained_models, monkeypatch
 ):
@@ -271,11 +269,16 @@ class _Model:
 
 
 @pytest.mark.parametrize(
-    ("cached", "damaged", "says"),
-    [(True, False, "loaded from the cache"), (False, False, "trained in"), (True, True, "trained in")],
+    ("shipped", "cached", "damaged", "says"),
+    [
+        (True, True, False, "the weights shipped with the package"),
+        (False, True, False, "loaded from the cache"),
+        (False, False, False, "trained in"),
+        (False, True, True, "trained in"),
+    ],
 )
 def test_the_demo_says_in_one_line_whether_lenet5_was_loaded_or_trained_with_its_accuracy(
-    monkeypatch, tmp_path, cached, damaged, says
+    monkeypatch, tmp_path, shipped, cached, damaged, says
 ):
     import warnings
 
@@ -289,6 +292,7 @@ def test_the_demo_says_in_one_line_whether_lenet5_was_loaded_or_trained_with_its
         return _Model()
 
     monkeypatch.setattr(models, "is_cached", lambda name, recipe=None: cached)
+    monkeypatch.setattr(models, "is_shipped", lambda name, recipe=None: shipped)
     monkeypatch.setattr(models, "load", load)
     monkeypatch.setattr(models, "weights_path", lambda name, recipe: tmp_path / "lenet5.pt")
     monkeypatch.setattr(models, "numpy_function", lambda model, **_: ("f of", model))
@@ -298,5 +302,6 @@ def test_the_demo_says_in_one_line_whether_lenet5_was_loaded_or_trained_with_its
         f = demo.load_model("lenet5", say=lines.append)
     assert f[0] == "f of" and isinstance(f[1], _Model)
     assert len(lines) == 1 and lines[0].startswith(f"demo: lenet5 {says}")
-    assert str(tmp_path / "lenet5.pt") in lines[0] and "held-out accuracy 98.76%" in lines[0]
+    assert (str(tmp_path / "lenet5.pt") in lines[0]) == (not shipped)
+    assert "held-out accuracy 98.76%" in lines[0]
     assert [w.category for w in caught] == ([DamagedCacheWarning] if damaged else [])

@@ -83,13 +83,14 @@ _WHY = {
 
 
 def load_model(name: str = "lenet5", say: Callable[[str], None] | None = None) -> Callable:
-    """Model ``name`` (from :data:`~codedcomputing.models.MODELS`) as a numpy batch function,
-    loaded from the cache or trained and cached first; ``say`` gets one line saying which,
-    with the weights' file and the model's held-out accuracy (a damaged cache entry is
-    retrained: its warning is passed on and the line says "trained")."""
+    """Model ``name`` (from :data:`~codedcomputing.models.MODELS`) as a numpy batch function:
+    the weights shipped with the package, else loaded from the cache or trained and cached
+    first; ``say`` gets one line saying which, with the model's held-out accuracy (a damaged
+    cache entry is retrained: its warning is passed on and the line says "trained")."""
     from .. import models
     from ..errors import DamagedCacheWarning
 
+    is_shipped = models.is_shipped(name)
     cached = models.is_cached(name)
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -99,11 +100,12 @@ def load_model(name: str = "lenet5", say: Callable[[str], None] | None = None) -
         warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     damaged = any(issubclass(warning.category, DamagedCacheWarning) for warning in caught)
     weights = models.weights_path(name, models.MODELS[name][1])
-    how = (
-        f"loaded from the cache ({weights})"
-        if cached and not damaged
-        else f"trained in {time.perf_counter() - start:.0f} s and cached ({weights})"
-    )
+    if is_shipped and not damaged:
+        how = "the weights shipped with the package"
+    elif cached and not damaged:
+        how = f"loaded from the cache ({weights})"
+    else:
+        how = f"trained in {time.perf_counter() - start:.0f} s and cached ({weights})"
     if say is not None:
         say(f"demo: {name} {how}; held-out accuracy {model.test_accuracy:.2%}")
     return models.numpy_function(model)

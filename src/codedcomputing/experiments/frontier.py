@@ -21,9 +21,10 @@ workers. Per query, every scheme answers as follows (``T_n``: worker n's finish 
   queries with k = 2, would replace the exact answer by an approximate one). Run where
   L = 1 + 1/k (k = 2 at 1.5x, k = 4 at 1.25x). The parity model (``parity`` column) is the
   learned one of :mod:`codedcomputing.models.parity` (its own encoder, concatenation by
-  default; trained on first use, then cached), or with ``Config.parity = "deployed-model"`` the
-  network itself on the sum of the group's queries; on the ``linear`` stand-in task always the
-  latter, where the reconstruction is exact;
+  default; shipped for LeNet-5 with k = 2 and 4, any other trained on first use, then
+  cached), or with ``Config.parity = "deployed-model"`` the network itself on the sum of the
+  group's queries; on the ``linear`` stand-in task always the latter, where the
+  reconstruction is exact;
 - ``gcc-systematic``, ``bacc-systematic``, ``manifold-gcc`` (systematic codes, N = L K): query k
   is answered by its systematic worker if it returned by ``tau``, else decoded at ``tau`` from
   the workers back by then (later if fewer than the code's ``min_results`` were):
@@ -169,7 +170,7 @@ class Config:
     # per new alive set than the default gap-aware blend (0.69 ms against 9.9 ms at K = 20,
     # N = 30, measured); "auto" for the codes' default
     gcc_decoding: str = "spline"
-    # ParM's parity model: "learned" (codedcomputing.models.parity, trained on first use) or
+    # ParM's parity model: "learned" (codedcomputing.models.parity: shipped or cached) or
     # "deployed-model" (the network on the sum of the group's queries; always on "linear")
     parity: str = "learned"
     # the coded schemes' decode time per group, in base service times, added to every decoded
@@ -578,7 +579,7 @@ def _cell(config, level, draws, calibration, coded, truth, y_label, model_label)
 
 def parity_kind(config: Config) -> str:
     """What computes ParM's parity: ``"learned"`` (the parity model of
-    :mod:`codedcomputing.models.parity` for the task's network, trained on first use) or
+    :mod:`codedcomputing.models.parity` for the task's network: shipped, or trained on first use) or
     ``"deployed-model"`` (the network itself on the sum of the group's queries: exact for the
     ``linear`` stand-in)."""
     return "deployed-model" if config.task == "linear" or config.parity == "deployed-model" else "learned"
@@ -596,8 +597,8 @@ def _parity_sizes(config: Config) -> list[int]:
 
 def parity_models_used(config: Config) -> list[tuple[str, int]]:
     """``[(task, k), ...]``: the learned parity models (:mod:`codedcomputing.models.parity`) a
-    run of ``config`` loads, or trains on first use (none with ``parity="deployed-model"`` or on
-    the ``linear`` task)."""
+    run of ``config`` loads (shipped, cached, or trained on first use; none with
+    ``parity="deployed-model"`` or on the ``linear`` task)."""
     return [(config.task, size) for size in _parity_sizes(config)] if parity_kind(config) == "learned" else []
 
 

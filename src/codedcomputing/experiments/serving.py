@@ -17,10 +17,10 @@ replicas; ``busy`` is the replicas' measured busy fraction). Schemes, for R = 15
   N - K = 5 parities (1.5x resources), a group closing at K queries or ``max_group_wait``; a
   query not back on its own ``tau`` after its group's close is decoded from what arrived
   (:class:`~codedcomputing.serving.Coded`; GCC's decoder the natural cubic spline);
-- ``parm k=2``: learned parity (ParM), one parity per 2 queries (1.5x too), with the cached
-  parity model of :mod:`codedcomputing.models.parity`. A run with ``train_parity=False`` (the
-  quick one) leaves ParM out when that model is not cached, and says so; the full run trains it
-  on first use (``parity_models_used``).
+- ``parm k=2``: learned parity (ParM), one parity per 2 queries (1.5x too), with the parity
+  model of :mod:`codedcomputing.models.parity` (shipped for LeNet-5). A run with
+  ``train_parity=False`` (the quick one) leaves ParM out when that model is neither shipped
+  nor cached, and says so; the full run trains it then (``parity_models_used``).
 
 Grids. The full grid runs on the simulated clock (:class:`~codedcomputing.serving.SimulatedServer`):
 every regime (``Config.regimes``: rare heavy stragglers ``bimodal-p0.01-x10``, the headline,

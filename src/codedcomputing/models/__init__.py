@@ -38,9 +38,9 @@ __all__ = [
     "TrainingRecipe",
     "evaluate",
     "is_cached",
+    "is_shipped",
     "load",
     "numpy_function",
-    "shipped",
     "train",
     "weights_path",
 ]
@@ -96,13 +96,18 @@ def is_cached(name: str, recipe: TrainingRecipe | None = None) -> bool:
     """Whether :func:`load` has ``name`` (with ``recipe``, default its own) without training:
     shipped with the package for that recipe, or its weights and sidecar in the cache
     (:func:`load` still checks them, and retrains an entry that fails)."""
+    if is_shipped(name, recipe):
+        return True
+    weights, meta = _paths(name, recipe or MODELS[name][1])
+    return weights.exists() and meta.exists()
+
+
+def is_shipped(name: str, recipe: TrainingRecipe | None = None) -> bool:
+    """Whether :func:`load` reads ``name`` (with ``recipe``, default its own) from the weights
+    shipped with the package: only the default recipe's weights ship."""
     _check_name(name)
     default = MODELS[name][1]
-    recipe = recipe or default
-    if recipe == default and all(path.exists() for path in shipped.shipped_paths(name)):
-        return True
-    weights, meta = _paths(name, recipe)
-    return weights.exists() and meta.exists()
+    return (recipe or default) == default and all(path.exists() for path in shipped.shipped_paths(name))
 
 
 def _paths(name: str, recipe: TrainingRecipe) -> tuple[Path, Path]:

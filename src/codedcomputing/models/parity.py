@@ -2,7 +2,7 @@
 baseline for coded inference. ::
 
     from codedcomputing.models import parity
-    net = parity.load_parity("lenet5", k=2)       # trains on first use, then cached
+    net = parity.load_parity("lenet5", k=2)       # shipped for LeNet-5, k = 2 and 4; others train once
     P = parity.encode(group, net.encoder)         # (k, 1, 28, 28) queries -> (1, 28, 28) parity query
     missing = parity.reconstruct(net(P[None])[0], others)   # F(x_j) ~ F_P(P) - sum of the others
 

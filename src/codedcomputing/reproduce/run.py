@@ -62,8 +62,9 @@ EXPECTED_S = {
     "serving": (30, 1850),
 }
 
-# The trained networks each experiment loads (trained on first use, then cached), and the
-# seconds training took here: added to the expected time when a model is not cached.
+# The trained networks each experiment loads (shipped with the package for the default
+# recipes; any other trained on first use, then cached), and the seconds training took here:
+# added to the expected time when a model is neither shipped nor cached.
 MODELS_USED = {
     "stragglers": ("lenet5", "vit"),
     "rates": ("lenet5",),
