@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 TRAINED = ("lenet5", "vit")
@@ -33,3 +35,24 @@ def no_training_outside_the_slow_tier(request, monkeypatch):
 
     monkeypatch.setattr(training, "_fit", refuse("a model"))
     monkeypatch.setattr(parity, "_train_parity", refuse("a parity model"))
+
+
+# The slow tests of a module that may start Ray (a local cluster, a cluster_utils.Cluster, or a
+# Ray backend of the library) run on one xdist worker: with `-n 2 --dist loadgroup` two Ray
+# clusters never run at once on a 2-core machine (each holds ~700 MB and its own processes).
+# Ray tests are all in the slow tier; the match is loose on purpose (a module that only names
+# Ray is grouped too, which costs a little parallelism, never correctness).
+_USES_RAY = re.compile(r"import ray\b|\bray\.init\(|ray_session|cluster_utils|RayServer|RayCluster|\"ray\"")
+
+
+def pytest_collection_modifyitems(config, items):
+    sources: dict[str, bool] = {}
+    for item in items:
+        path = str(item.path)
+        if path not in sources:
+            try:
+                sources[path] = bool(_USES_RAY.search(item.path.read_text()))
+            except OSError:
+                sources[path] = False
+        if sources[path] and item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.xdist_group("ray"))

@@ -46,7 +46,7 @@ def app_for(scheme=None, replicas=2, **options):
     )
 
 
-def wait_ready(client, seconds=10.0):
+def wait_ready(client, seconds=300.0):
     deadline = time.monotonic() + seconds
     while client.get("/health").status_code != 200:
         assert time.monotonic() < deadline, "the server did not get ready"
@@ -256,7 +256,7 @@ def test_a_server_that_fails_to_start_is_reported_by_health_and_predict():
         raise ValueError("no model at that path")
 
     with TestClient(create_app(broken, SHAPE)) as client:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 300
         while client.get("/health").json()["status"] == "starting":
             assert time.monotonic() < deadline
             time.sleep(0.01)
@@ -282,7 +282,7 @@ def test_a_ray_server_started_in_the_lifespan_thread_is_refused_with_the_fix(mon
     monkeypatch.setattr(ray, "init", init)
     app = create_app(lambda: RayServer(f, 2, NoRedundancy()), SHAPE)
     with TestClient(app) as client:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 300
         while client.get("/health").json()["status"] == "starting":
             assert time.monotonic() < deadline
             time.sleep(0.01)
@@ -336,7 +336,6 @@ def free_port() -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(60)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_coded_serve_drains_in_flight_queries_on_a_signal_and_exits_0(sig):
     import httpx
@@ -348,10 +347,10 @@ def test_coded_serve_drains_in_flight_queries_on_a_signal_and_exits_0(sig):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 25
+        deadline = time.monotonic() + 300
         while True:
             assert process.poll() is None, process.stdout.read().decode()
-            assert time.monotonic() < deadline, "coded serve did not get ready in 25 s"
+            assert time.monotonic() < deadline, "coded serve did not get ready in 300 s"
             try:
                 if httpx.get(f"{url}/health", timeout=1).status_code == 200:
                     break
@@ -410,7 +409,6 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(150)
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc")
 def test_coded_serve_on_ray_answers_then_drains_and_stops_the_ray_it_started():
     """One Ray actor replica on a local Ray the server starts: health, one predict, SIGTERM; the
@@ -427,10 +425,10 @@ def test_coded_serve_on_ray_answers_then_drains_and_stops_the_ray_it_started():
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     started: set[int] = set()
     try:
-        deadline = time.monotonic() + 100
+        deadline = time.monotonic() + 300
         while True:
             assert process.poll() is None, process.stdout.read().decode()
-            assert time.monotonic() < deadline, "coded serve --backend ray did not get ready in 100 s"
+            assert time.monotonic() < deadline, "coded serve --backend ray did not get ready in 300 s"
             started |= _children(process.pid)
             try:
                 if httpx.get(f"{url}/health", timeout=1).status_code == 200:
@@ -451,7 +449,7 @@ def test_coded_serve_on_ray_answers_then_drains_and_stops_the_ray_it_started():
     assert json.loads(response.text) == {"outputs": [[1.0, -2.0, 3.5, 4.0]], "exact": [True]}
     assert "1 ray replicas (a local Ray)" in output
     assert started, "the server started no Ray process of its own"
-    deadline = time.monotonic() + 15  # Ray's processes exit on their own once told to
+    deadline = time.monotonic() + 120  # Ray's processes exit on their own once told to
     while any(_alive(pid) for pid in started) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not [pid for pid in started if _alive(pid)], output
@@ -468,7 +466,6 @@ def test_the_package_and_the_cli_do_not_import_the_http_stack():
     assert result.stdout.strip() == "[]"
 
 
-@pytest.mark.timeout(60)
 def test_bench_serve_reports_every_request_of_an_open_loop_run():
     import uvicorn
     from typer.testing import CliRunner
@@ -481,7 +478,7 @@ def test_bench_serve_reports_every_request_of_an_open_loop_run():
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 300
         while not server.started:
             assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
             time.sleep(0.02)
@@ -533,8 +530,11 @@ def test_coded_serve_passes_its_graceful_timeout_to_uvicorn(monkeypatch):
 
     seen = []
     monkeypatch.setattr(http, "run", lambda app, host, port, **config: seen.append(config))
+    port = ["--port", str(free_port())]  # serve checks that its port is free before it starts
     for options, expected in (([], None), (["--graceful-timeout", "2.5"], 2.5)):
-        result = CliRunner().invoke(cli, ["serve", "--model", "identity", "--input-shape", "3", *options])
+        result = CliRunner().invoke(
+            cli, ["serve", "--model", "identity", "--input-shape", "3", *port, *options]
+        )
         assert result.exit_code == 0, result.output
         assert seen[-1]["timeout_graceful_shutdown"] == expected
     result = CliRunner().invoke(cli, ["serve", "--model", "identity", "--graceful-timeout", "-1"])

@@ -22,7 +22,7 @@ import codedcomputing as cc
 from codedcomputing import serving
 from codedcomputing.serving.server import _RUNNING as RUNNING
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+pytestmark = pytest.mark.slow
 
 UNIT = 0.02  # seconds per clock unit: a task sleeps 20 ms, then runs f
 W = np.random.default_rng(0).normal(size=(4, 3))
