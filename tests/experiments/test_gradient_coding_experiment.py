@@ -31,6 +31,7 @@ def rows():
     return gradient_coding.run(SMALL, 0, progress=False)
 
 
+@pytest.mark.slow  # trains the small grid's networks (80 s on an idle 2-core machine)
 def test_rows_hold_every_scheme_setting_step_and_trial(rows):
     assert EXPERIMENTS["gradient-coding"] is gradient_coding
     assert set(gradient_coding.COLUMNS) | {"step_time_s", "seed"} <= set(rows[0])
@@ -65,6 +66,7 @@ def test_rows_hold_every_scheme_setting_step_and_trial(rows):
     assert grid == {(1, 1.0), (3, 1.0)} and sweep == {(3, 0.5), (3, 2.0)}
 
 
+@pytest.mark.slow  # trains the small grid's networks (80 s on an idle 2-core machine)
 def test_time_to_target_is_the_first_step_at_or_below_dgds_loss(rows):
     target = gradient_coding.target_loss(rows)
     dgd = [
@@ -79,6 +81,7 @@ def test_time_to_target_is_the_first_step_at_or_below_dgds_loss(rows):
         for r in rows
         if (r["scheme"], r["num_stragglers"], r["delay_ratio"]) == ("pgc-fr", 3, 1.0)
         and r["delays"] == "exponential"
+        and gradient_coding._backend(r) == "simulated"  # the real threads' rows are the same setting
     ]
     firsts = []
     for trial in range(SMALL.trials):
@@ -129,6 +132,7 @@ def check_real_backend(rows, backend):
     assert f"{backend} 1 (real s)" in labels
 
 
+@pytest.mark.slow  # trains the small grid's networks (80 s on an idle 2-core machine)
 def test_real_threads_run_every_scheme_and_exact_codes_follow_dgd(rows):
     check_real_backend(rows, "threads")
 
@@ -152,6 +156,7 @@ def test_unknown_backends_are_refused():
         gradient_coding.run(gradient_coding.Config(dataset="digits", backends=("mpi",)), 0, progress=False)
 
 
+@pytest.mark.slow  # trains the small grid's networks (80 s on an idle 2-core machine)
 def test_the_driver_writes_and_redraws(tmp_path, monkeypatch):
     monkeypatch.setattr(gradient_coding, "QUICK", SMALL)
     paths = run_experiment("gradient-coding", tmp_path, quick=True, progress=False)
@@ -163,7 +168,10 @@ def test_the_driver_writes_and_redraws(tmp_path, monkeypatch):
     assert [p.name for p in figures] == ["gradient-coding.png"]
 
 
-@pytest.mark.parametrize("model", gradient_coding.MODELS)
+@pytest.mark.parametrize(
+    "model",
+    [pytest.param(m, marks=pytest.mark.slow) if m == "lenet5" else m for m in gradient_coding.MODELS],
+)
 def test_every_model_option_builds_a_problem_that_trains(model):
     config = gradient_coding.Config(dataset="digits", model=model)
     task = gradient_coding.problem(config, 0)
@@ -174,6 +182,7 @@ def test_every_model_option_builds_a_problem_that_trains(model):
         gradient_coding.problem(gradient_coding.Config(dataset="digits", model="resnet"), 0)
 
 
+@pytest.mark.slow  # trains the small grid's networks (80 s on an idle 2-core machine)
 def test_a_grid_without_the_sweep_or_bursty_rows_still_draws(rows, tmp_path):
     kept = [
         {**r, "in_sweep": False}
