@@ -504,3 +504,85 @@ def test_decoder_is_refused_pointing_to_decode():
     code = cc.RobustGCC(9, 100, 5, bound=10.0, loss="squared")
     with pytest.raises(ValueError, match=r"decode\(Y, alive\)"):
         code.decoder(np.arange(100))
+
+
+def test_tukey_extends_linearly_where_the_end_workers_are_missing():
+    """RobustGCC(11, 17, q = 0) from workers 4 and 8 alone, inputs alpha through the identity:
+    the Tukey loss held the estimates beyond the two results flat (GCC's gap-aware decoder
+    fits no end from fewer than four results), an error of 0.99; it now extends the
+    interpolating spline's line there, as the other losses do, and is exact."""
+    code = cc.RobustGCC(11, 17, num_adversaries=0)
+    X = code.alpha[:, None]
+    alive = np.array([4, 8])
+    np.testing.assert_allclose(code.decode(code.encode(X)[alive], alive), X, rtol=0, atol=1e-12)
+    for loss in ("squared", "huber", "median"):  # what the other losses gave all along
+        other = cc.RobustGCC(11, 17, num_adversaries=0, loss=loss)
+        np.testing.assert_allclose(other.decode(other.encode(X)[alive], alive), X, rtol=0, atol=1e-12)
+
+
+def test_the_median_loss_is_exact_from_two_results():
+    """RobustGCC(11, 17, q = 1, loss="median") from the first five workers (one block of
+    2q + 1 and a rest: fewer than 2(2q + 1) results), inputs alpha through the identity: the
+    single block's median, a constant, was off by 1.91; below two blocks the decoder is now
+    the repeated-median line through the results, exact for affine ones from two results on."""
+    code = cc.RobustGCC(11, 17, num_adversaries=1, loss="median")
+    X = code.alpha[:, None]
+    Y = code.encode(X)
+    for alive in (np.arange(5), np.arange(12, 17), np.array([3, 9]), np.array([0, 4, 8, 12, 16])):
+        np.testing.assert_allclose(code.decode(Y[alive], alive), X, rtol=0, atol=1e-12)
+    # the line is Siegel's (as step 1's trend), read at alpha; from 2(2q + 1) on, block medians
+    alive = np.arange(5)
+    line = repeated_median_line(code.beta[alive], np.sin(Y[alive]))
+    slope = (line[-1] - line[0]) / (code.beta[4] - code.beta[0])
+    expected = line[0] + slope * (code.alpha - code.beta[0])[:, None]
+    np.testing.assert_allclose(code.decode(np.sin(Y[alive]), alive), expected, rtol=0, atol=1e-12)
+    alive = np.arange(6)
+    blocks = block_medians(code.beta[alive], np.sin(Y[alive]), 3, code.alpha)
+    np.testing.assert_array_equal(code.decode(np.sin(Y[alive]), alive), blocks)
+
+
+@pytest.mark.parametrize("loss", ["tukey", "squared", "huber", "median"])
+def test_the_affine_promise_holds_for_every_alive_set(loss):
+    """The class's promise as stated: inputs affine in alpha through an affine f, decoded
+    exactly (error < 1e-9 of the outputs' size) from any two or more honest results, with
+    and without a bound, for several q and points (golden order; explicit alpha beyond the
+    workers' points), end workers among the returned or not."""
+    rng = np.random.default_rng(11)
+    layouts = [
+        (9, 17, {}),
+        (6, 30, {"assignment": "golden"}),
+        (5, 12, {"alpha": np.linspace(-1.4, 1.4, 5), "beta": np.linspace(-1, 1, 12)}),
+    ]
+    for (k, n, layout), q, bound in itertools.product(layouts, (0, 1, 3), (None, 1e3)):
+        code = cc.RobustGCC(k, n, q, bound, loss=loss, **layout)
+        ends = [int(np.argmin(code.beta)), int(np.argmax(code.beta))]
+        inner = np.setdiff1d(np.arange(n), ends)
+        alive_sets = [
+            np.sort(rng.choice(inner, 2, replace=False)),  # two results, both ends missing
+            np.sort(rng.choice(inner, 5, replace=False)),
+            np.setdiff1d(np.arange(n), ends[:1]),  # everything but one end
+            np.sort(np.concatenate([ends[1:], rng.choice(inner, n // 2, replace=False)])),
+            np.arange(n),
+        ]
+        for alive in alive_sets:
+            X = rng.normal(size=3) + rng.normal(size=3) * code.alpha[:, None]
+            weights, shift = rng.normal(size=(3, 2)), rng.normal(size=2)
+            truth = X @ weights + shift
+            if bound is not None:  # honest results within the bound
+                weights, shift, truth = weights / 10, shift / 10, truth / 10
+            Y = code.encode(X) @ weights + shift
+            error = np.abs(code.decode(Y[alive], alive) - truth).max()
+            assert error < 1e-9 * max(1.0, np.abs(truth).max()), (code, alive.tolist(), error)
+
+
+def test_the_promised_case_draws_alive_sets_without_the_end_workers():
+    """promised_case checks the promise as stated: any two or more results, so for every loss
+    it draws alive sets missing an end worker, and for the median loss sets below two blocks."""
+    rng = np.random.default_rng(0)
+    for loss in ("tukey", "median"):
+        code = cc.RobustGCC(9, 40, 3, loss=loss)
+        ends = {int(np.argmin(code.beta)), int(np.argmax(code.beta))}
+        cases = [code.promised_case(rng) for _ in range(60)]
+        assert all(case is not None for case in cases)
+        assert any(not ends <= set(alive.tolist()) for _, _, alive in cases)
+        assert any(alive.size < 2 * (2 * 3 + 1) for _, _, alive in cases)

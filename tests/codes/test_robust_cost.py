@@ -42,6 +42,17 @@ def reference_block_medians(knots, values, size, points):
     return out
 
 
+def reference_repeated_median_line(knots, values, points):
+    """Siegel's line: slope the median over i of the median over j != i of the slopes from i,
+    intercept the median of ``values - slope knots``; read at ``points``."""
+    slopes = [
+        np.median(np.delete(values - values[i], i, 0) / np.delete(knots - knots[i], i)[:, None], axis=0)
+        for i in range(knots.size)
+    ]
+    slope = np.median(slopes, axis=0)
+    return np.median(values - knots[:, None] * slope, axis=0) + points[:, None] * slope
+
+
 def reference_majority_range(values, q):
     ordered = np.sort(values, axis=0)
     low, high = ordered[q], ordered[values.shape[0] - 1 - q]
@@ -139,13 +150,20 @@ def reference_decode(code, Y, alive):
     if code.loss == "squared":
         return cc.spline.fit(knots, flat, code.lambda_dec)(code.alpha), None
     if code.loss == "median":
-        size = min(2 * code.num_adversaries + 1, alive.size)
+        size = 2 * code.num_adversaries + 1
+        if alive.size < 2 * size:  # one block: the repeated-median line instead
+            return reference_repeated_median_line(knots, flat, code.alpha), None
         return reference_block_medians(knots, flat, size, code.alpha), None
     estimates, weights = reference_reweighted(code, knots, flat)
     if code.loss == "tukey" and code.lambda_dec == 0:  # the final fit: GCC's default decoder
         kept = weights > 0
         gcc = cc.GCC(code.num_inputs, code.num_workers, alpha=code.alpha, beta=code.beta)
-        estimates = gcc.decode(flat[kept], by_point[kept])
+        line = estimates  # the interpolating spline's line beyond every returned result, where
+        estimates = gcc.decode(flat[kept], by_point[kept])  # GCC's decoder holds the end value
+        fitted_ends = [g.points for g in gcc.decoder(by_point[kept]).groups if g.label[0] == "edge"]
+        held = (code.alpha < knots.min()) | (code.alpha > knots.max())
+        held[np.concatenate([[], *fitted_ends]).astype(int)] = False
+        estimates[held] = line[held]
     return estimates, weights[np.argsort(by_point, kind="stable")]
 
 

@@ -7,14 +7,13 @@ import math
 import warnings
 
 import numpy as np
-from scipy.linalg.lapack import dgbtrs, dpttrf, dpttrs
 
 from .. import _arraylib
 from .._validation import check_adversaries, check_choice, check_count, check_number, check_real_array
 from ..spline.gaps import GapAwareInterpolant
 from ..spline.gcv import gcv_lambda
 from ..spline.lambdas import lambda_grid
-from ..spline.reinsch import _check_points, _Smoother, _Stencil, check_knots, check_values
+from ..spline.reinsch import _check_points, _lapack, _Smoother, _Stencil, check_knots, check_values
 from .gcc import GCC
 
 __all__ = [
@@ -142,7 +141,12 @@ class RobustGCC(GCC):
        residuals, at least the start's over 4.685 (so the liars left out stay out, and
        honest results left out return once the fit of the others predicts them). At ``lambda_dec =
        0`` Tukey's final estimates are GCC's default (gap-aware) decoder on the results of
-       weight > 0, not the last interpolating spline. Each call's final weights are in
+       weight > 0, not the last interpolating spline, except beyond every returned result
+       wherever that decoder would hold the end value (it fits an end only from four kept
+       results on, with enough of them near the missing end to validate on): there, the last
+       interpolating spline, linear beyond its knots, as the other losses extend. (Between
+       the kept results and a returned end result of weight 0 the decoder's estimates stay.)
+       Each call's final weights are in
        ``decode_details(Y, alive).info["weights"]``, one per worker of ``Decoded.alive``
        (sorted by worker index).
        Because the liars are down-weighted rather than smoothed over, these losses want a
@@ -156,7 +160,9 @@ class RobustGCC(GCC):
     hence the default; ``loss="squared"`` is the published decoder.
 
     Promise (tested): inputs affine in ``alpha`` through an affine ``f`` are recovered
-    exactly from any two or more honest results within the bound, as by GCC.
+    exactly from any two or more honest results within the bound, by every loss, whether
+    or not the end workers returned (no decoder holds an end value beyond the returned
+    results unless an end fit on the results chose it).
 
     Parameters
     ----------
@@ -180,9 +186,11 @@ class RobustGCC(GCC):
         constant in use is :attr:`schedule_scale`. ``scale`` is held as given (None stays
         None, in :meth:`get_params` and the repr).
     loss : {"tukey", "squared", "huber", "median"}, default "tukey"
-        The decoder's loss (step 2 or 3), or ``"median"``: the block medians of step 3's
-        start, joined linearly and read at ``alpha`` (a median-style decoder, ``O(N d)``;
-        exact for affine results, biased where they curve).
+        The decoder's loss (step 2 or 3), or ``"median"``: from ``2(2q + 1)`` results on, the
+        block medians of step 3's start, joined linearly and read at ``alpha`` (a median-style
+        decoder, ``O(N d)``); with fewer (one block), Siegel's repeated-median line through
+        them, as step 1's trend (``O(n^2 d)``, ``n < 4q + 2``). Exact for affine results, biased
+        where they curve.
     lambda_rule : {"paper", "pilot", "gcv"}, default "paper"
         How the squared loss's lambda is set: "paper", the fixed schedule (``lambda_dec``,
         ``schedule``, ``scale``); at every decode from the clipped results and ``q`` alone,
@@ -309,19 +317,10 @@ class RobustGCC(GCC):
         return False
 
     def promised_case(self, rng):
+        """The class's promise: GCC's affine case (inputs affine in ``alpha`` through an
+        affine ``f``, any two or more of the N results, end workers among them or not), scaled
+        to lie within half the ``bound`` when there is one."""
         X, f, alive = super().promised_case(rng)
-        q = self.num_adversaries
-        need = 2
-        if self.loss == "median":  # two blocks of 2q + 1, so that a line joins their medians
-            need = max(need, 2 * (2 * q + 1))
-            if need > self.num_workers:
-                return None
-        if alive.size < need:
-            alive = np.sort(rng.choice(self.num_workers, min(need, self.num_workers), replace=False))
-        if self._blends:  # GCC's gap-aware decoder: exact within the returned workers' range
-            if self.alpha.min() < self.beta.min() or self.alpha.max() > self.beta.max():
-                return None
-            alive = np.union1d(alive, [np.argmin(self.beta), np.argmax(self.beta)])
         if self.bound is not None:  # honest results within the bound
             peak = float(np.abs(f(self.encode(X))).max())
             if peak > 0.5 * self.bound:
@@ -399,8 +398,11 @@ class RobustGCC(GCC):
         elif self.loss == "squared":
             estimates = self._decoder(by_point)(flat)
         elif self.loss == "median":
-            size = min(2 * self.num_adversaries + 1, alive.size)
-            estimates = _block_medians(knots, flat, size, self.alpha)
+            size = 2 * self.num_adversaries + 1
+            if alive.size >= 2 * size:  # two blocks or more: a line joins their medians
+                estimates = _block_medians(knots, flat, size, self.alpha)
+            else:  # one block would be a constant: the repeated-median line, as step 1's trend
+                estimates = _repeated_median_line(knots, flat, self.alpha)
         else:
             estimates, weights = self._reweighted(knots, flat, self._ranks[by_point])
             info["weights"] = weights[np.argsort(by_point, kind="stable")]  # by worker, as Decoded.alive
@@ -473,7 +475,12 @@ class RobustGCC(GCC):
             decoder = GapAwareInterpolant(
                 knots[keep], ranks[keep], self.alpha, self.num_workers, all_points=self.alpha
             )
+            line = estimates  # the interpolating spline of the kept results: linear beyond them
             estimates = decoder(flat if keep.all() else _rows(flat, keep))[0]
+            held = _held_ends(decoder, knots, self.alpha)
+            if held.size:
+                estimates = np.array(estimates, order="F")
+                estimates[held] = line[held]
         return estimates, weights
 
     # Tukey's first weights leave out at least the q results farthest from the start, and later
@@ -625,23 +632,26 @@ def repeated_median_line(knots, values) -> np.ndarray:
     return _repeated_median_line(*_checked(knots, values, ordered=False))
 
 
-def _repeated_median_line(knots: np.ndarray, values: np.ndarray) -> np.ndarray:
+def _repeated_median_line(
+    knots: np.ndarray, values: np.ndarray, points: np.ndarray | None = None
+) -> np.ndarray:
     """Siegel's repeated-median line through ``values`` (``(n, d)``, at distinct ``knots``),
-    per column, read at the knots: slope ``median_i median_{j != i} (v_j - v_i) / (t_j - t_i)``,
-    intercept ``median_i (v_i - slope t_i)``. With at most ``n / 2 - 1`` corrupted values
-    it reproduces values affine in the knots exactly, whatever the corrupted ones are
-    (breakdown point 1/2). ``O(n^2 d)`` time, ``O(n d)`` memory: for small ``n``. No checks
-    are performed."""
+    per column, read at ``points`` (default: the knots): slope ``median_i median_{j != i}
+    (v_j - v_i) / (t_j - t_i)``, intercept ``median_i (v_i - slope t_i)``. With at most
+    ``n / 2 - 1`` corrupted values it reproduces values affine in the knots exactly, whatever
+    the corrupted ones are (breakdown point 1/2). ``O(n^2 d)`` time, ``O(n d)`` memory: for
+    small ``n``. No checks are performed."""
     n = knots.size
+    points = knots if points is None else points
     if n < 2:
-        return values.copy()
+        return np.repeat(values, points.size, axis=0)
     slopes = np.empty_like(values)
     for i in range(n):
         others = np.r_[0:i, i + 1 : n]
         slopes[i] = _median((values[others] - values[i]) / (knots[others] - knots[i])[:, None])
     slope = _median(slopes)
     intercept = _median(values - knots[:, None] * slope)
-    return intercept + knots[:, None] * slope
+    return intercept + points[:, None] * slope
 
 
 def _median(values: np.ndarray):
@@ -653,6 +663,19 @@ def _median(values: np.ndarray):
     lower = upper if n % 2 else middle[: n // 2].max(axis=0)  # the largest below the middle
     centre = (lower + upper) / 2
     return float(centre) if np.ndim(centre) == 0 else centre
+
+
+def _held_ends(decoder: GapAwareInterpolant, knots: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """The ``points`` (their indices) beyond the sorted ``knots`` (those of every returned
+    result, a range that holds the decoder's) where the gap-aware ``decoder`` holds the end
+    value: those in none of its fitted end groups (it fits one only from four knots on, with
+    enough of them near a missing end to validate on)."""
+    beyond = (points < knots[0]) | (points > knots[-1])
+    if beyond.any():
+        for group in decoder.groups:
+            if group.label[0] == "edge":
+                beyond[group.points] = False
+    return np.flatnonzero(beyond)
 
 
 def _leave_out(weights: np.ndarray, distance: np.ndarray, count: int, floor: float) -> None:
@@ -814,8 +837,8 @@ class _WeightedSpline:
             if diagonal.size == 1:
                 solved = rhs / diagonal[0]
             else:
-                factor, offdiagonal, _ = dpttrf(diagonal, h[a + 1 : b - 1] / 6.0)
-                solved = dpttrs(factor, offdiagonal, np.asfortranarray(rhs), overwrite_b=True)[0]
+                factor, offdiagonal, _ = _lapack().dpttrf(diagonal, h[a + 1 : b - 1] / 6.0)
+                solved = _lapack().dpttrs(factor, offdiagonal, np.asfortranarray(rhs), overwrite_b=True)[0]
             out[a : b - 1] = solved
         return out
 
@@ -833,7 +856,7 @@ def _interpolating_curvature(smoother: _Smoother, y: np.ndarray) -> np.ndarray:
     rhs = np.subtract(slope[1:], slope[:-1])  # Q^T y: second divided differences
     if offdiagonal is None:
         return rhs / diagonal[0]
-    return dpttrs(diagonal, offdiagonal, rhs, overwrite_b=True)[0]
+    return _lapack().dpttrs(diagonal, offdiagonal, rhs, overwrite_b=True)[0]
 
 
 def _rows(x: np.ndarray, index) -> np.ndarray:
@@ -851,9 +874,11 @@ def _solve_columns(smoother: _Smoother, y: np.ndarray) -> tuple[np.ndarray, np.n
     rhs = np.zeros((d, 2 * n - 2))  # transposed: a row per column of y
     rhs[:, smoother.g_pos] = (y * smoother.weights[:, None]).T
     lu, pivots = smoother.factorise(transposed=True)
-    x = dgbtrs(lu, kl, ku, rhs.T, pivots, trans=1)[0]  # column-major (2n - 2, d)
+    x = _lapack().dgbtrs(lu, kl, ku, rhs.T, pivots, trans=1)[0]  # column-major (2n - 2, d)
     product = np.empty_like(rhs)
     for column in range(d):  # the sparse product column by column: each contiguous
         product[column] = smoother.augmented @ x[:, column]
-    x += dgbtrs(lu, kl, ku, np.subtract(rhs, product, out=product).T, pivots, trans=1, overwrite_b=True)[0]
+    x += _lapack().dgbtrs(
+        lu, kl, ku, np.subtract(rhs, product, out=product).T, pivots, trans=1, overwrite_b=True
+    )[0]
     return x.T[:, smoother.g_pos].T, x.T[:, smoother.gamma_pos].T
