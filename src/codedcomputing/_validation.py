@@ -60,9 +60,11 @@ def check_number(
     above = number >= high if high_open else number > high
     finite = math.isfinite(number) or (allow_inf and number == math.inf)
     if not finite or below or above:
-        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-        kind = "a number" if allow_inf else "a finite number"
-        raise ValueError(f"{name} must be {kind} in {interval}, got {value!r}")
+        # what is accepted, exactly: -inf never is, +inf only with allow_inf
+        opening = "(" if low_open or low == -math.inf else "["
+        closing = "]" if not high_open and (high < math.inf or allow_inf) else ")"
+        kind = "a number" if allow_inf and high == math.inf and not high_open else "a finite number"
+        raise ValueError(f"{name} must be {kind} in {opening}{low:g}, {high:g}{closing}, got {value!r}")
     return number
 
 

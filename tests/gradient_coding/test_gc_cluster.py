@@ -21,8 +21,10 @@ from codedcomputing.gradient_coding import (
 )
 from codedcomputing.gradient_coding.cluster import (
     FIRST_STEP_TIMEOUT_S,
+    MIN_DEGRADED_WAIT_S,
     MIN_STEP_TIMEOUT_S,
     STEP_TIMEOUT_FACTOR,
+    StepClock,
     StepDeadline,
 )
 from training_problems import PartitionFaults, SlowWorker, least_squares
@@ -197,6 +199,82 @@ def test_step_deadline_rule():
     for seconds in (3.0, 4.0, 5.0):
         automatic.record(seconds, timed_out=False)
     assert automatic.seconds() == pytest.approx(STEP_TIMEOUT_FACTOR * 3.5)
+
+
+def healthy_replay(problem, healthy, steps, lr):
+    """The losses of IS-SGD that averages the gradients of the ``healthy`` partitions each step."""
+    theta, losses = problem.initial.copy(), [problem.loss(problem.initial)]
+    for _ in range(steps):
+        theta = theta - lr * np.mean([problem.gradient(theta, i) for i in healthy], axis=0)
+        losses.append(problem.loss(theta))
+    return losses
+
+
+@pytest.mark.parametrize("how", ["gradient", "injected"])
+def test_hung_workers_cost_a_step_the_healthy_workers_pace_not_a_minute(how, monkeypatch):
+    """IS-SGD with 2 of 6 workers hung (s = 1) and the automatic deadline: their gradient blocks
+    on an event (released at teardown), or an injected hang every step. No step finished to set
+    the deadline's median, so every such step waited FIRST_STEP_TIMEOUT_S (60 s); now a step
+    ends once the healthy workers' pace says so (half of them in: STEP_TIMEOUT_FACTOR times
+    that, at least MIN_DEGRADED_WAIT_S for an approximate scheme), and each step averages
+    exactly the healthy workers' gradients. (A blocking gradient costs the first step only: the
+    busy workers fail at once later; injected hangs cost every step, here with the floor
+    lowered from 1 s to 0.2 s to keep the test short.)"""
+    floor = MIN_DEGRADED_WAIT_S
+    if how == "injected":
+        floor = 0.2
+        monkeypatch.setattr(cc.gradient_coding.cluster, "MIN_DEGRADED_WAIT_S", floor)
+    base = least_squares(6)
+    hung = PartitionFaults(base, {1: "hang", 4: "hang"} if how == "gradient" else {})
+    faults = {1: "hang", 4: "hang"} if how == "injected" else None
+    try:
+        with cc.ThreadCluster(num_threads=8, seed=0) as threads:
+            start = time.perf_counter()
+            with pytest.warns(RuntimeWarning, match="3 of 3 steps combined fewer than n - s"):
+                history = train_on_cluster("is-sgd", hung.as_problem(), 1, 3, threads, lr=0.05, faults=faults)
+            elapsed = time.perf_counter() - start
+    finally:
+        hung.release()
+    assert elapsed < 20.0  # 3 steps: was at least 60 s (gradient) or 180 s (injected)
+    waited = history[1:] if how == "injected" else history[1:2]
+    assert all(step.timed_out and floor - 1e-6 <= step.step_time_s < floor + 5.0 for step in waited)
+    assert all(step.degraded and sorted(step.used) == [0, 2, 3, 5] for step in history[1:])
+    expected = healthy_replay(base, [0, 2, 3, 5], 3, 0.05)
+    np.testing.assert_allclose([step.loss for step in history], expected, rtol=1e-12)
+
+
+def test_the_pace_rule_of_a_step():
+    """A step's clock: its deadline, until half the workers answered; then STEP_TIMEOUT_FACTOR
+    times the time that took, at least the scheme's floor, never past the deadline; a fixed
+    step_timeout_s has no pace rule."""
+    start = time.perf_counter()
+    exact, approximate = StepDeadline(None, exact=True), StepDeadline(None, exact=False)
+    clock = approximate.clock(start, 6)
+    assert clock.quorum == 3 and clock.seconds == FIRST_STEP_TIMEOUT_S and not clock.paced
+    clock.answered(0.01)
+    clock.answered(0.02)
+    assert clock.seconds == FIRST_STEP_TIMEOUT_S
+    clock.answered(0.5)  # the third of six
+    assert clock.paced and clock.seconds == pytest.approx(STEP_TIMEOUT_FACTOR * 0.5)
+    clock = approximate.clock(start, 6)
+    for latency in (0.001, 0.002, 0.003):
+        clock.answered(latency)
+    assert clock.seconds == pytest.approx(MIN_DEGRADED_WAIT_S)
+    clock = exact.clock(start, 5)
+    for latency in (0.001, 0.002, 0.003):
+        clock.answered(latency)
+    assert clock.seconds == pytest.approx(MIN_STEP_TIMEOUT_S)
+    clock = exact.clock(start, 2)
+    clock.answered(100.0)  # never past the deadline
+    assert clock.seconds == pytest.approx(FIRST_STEP_TIMEOUT_S) and not clock.paced
+    fixed = StepDeadline(0.25).clock(start, 6)
+    for latency in (0.001, 0.002, 0.003, 0.004):
+        fixed.answered(latency)
+    assert fixed.quorum is None and fixed.seconds == pytest.approx(0.25)
+    waiting = StepClock(time.perf_counter(), 30.0, quorum=1, floor=0.05)
+    waiting.answered(0.001)
+    before = time.perf_counter()
+    assert waiting.wait() is False and time.perf_counter() - before < 1.0  # ended at the pace
 
 
 @pytest.mark.parametrize("kind", ["nan", "raise", "shape"])

@@ -13,16 +13,28 @@ exact one raises, an approximate one takes a flagged, *degraded* step) is the ta
 :mod:`~codedcomputing.gradient_coding.training`.
 
 **Deadlines.** ``step_timeout_s`` seconds after a step's dispatch the master stops waiting
-for it: the workers not in are its stragglers. ``None`` (the default) is automatic: the
-first step may take up to :data:`FIRST_STEP_TIMEOUT_S` (60 s), each later one
-:data:`STEP_TIMEOUT_FACTOR` (10) times the median of the earlier steps that did not time
-out, and at least :data:`MIN_STEP_TIMEOUT_S` (10 s). The deadline is there for hung
-workers, and a hung worker costs it once (then it is busy, below); it is generous because a
-step past it makes an exact scheme raise: waiting for all of 12 workers with
-``delays.Pareto(0.001, 1.1)`` (200,000 sampled steps, delays alone), the deadline was passed
-once in 160 steps with a 1 s floor, once in 2,350 with 10 s. Set ``step_timeout_s`` to
-what your steps can take (``math.inf`` for heavy tails and no hung worker). ``math.inf``: no
-deadline (a hung worker then hangs a scheme that needs it).
+for it: the workers not in are its stragglers. ``None`` (the default) is automatic, and a
+step ends at the earlier of two times:
+
+- its deadline: the first step may take up to :data:`FIRST_STEP_TIMEOUT_S` (60 s), each
+  later one :data:`STEP_TIMEOUT_FACTOR` (10) times the median of the earlier steps that did
+  not time out, and at least :data:`MIN_STEP_TIMEOUT_S` (10 s);
+- its own pace: once half the workers (``ceil(n / 2)``) have answered with a usable message,
+  ``STEP_TIMEOUT_FACTOR`` times the seconds that took after the dispatch, and at least
+  :data:`MIN_STEP_TIMEOUT_S` for an exact scheme (a step short of messages raises) or
+  :data:`MIN_DEGRADED_WAIT_S` (1 s) for an approximate one (it takes a degraded step).
+
+So hung workers cost a step about the healthy workers' pace (or the floor), not 60 s: a run
+with more hung workers than ``s`` never finishes a step on time, and the deadline alone would
+stay at the first step's. The floors are generous because a step past them makes an exact
+scheme raise: waiting for all of 12 workers with ``delays.Pareto(0.001, 1.1)`` (200,000
+sampled steps, delays alone), the deadline was passed once in 160 steps with a 1 s floor,
+once in 2,350 with 10 s. Set ``step_timeout_s`` to what your steps can take (a fixed
+deadline, without the pace rule; ``math.inf`` for heavy tails and no hung worker).
+``math.inf``: no deadline (a hung worker then hangs a scheme that needs it). A step that
+its pace ended is ``timed_out``, and the workers not in are late. On threads the master then
+waits for a step on a thread of its own, so that it can end the step while gradients hang in
+the cluster's threads (that wait is left to end at the step's deadline, its results unused).
 
 **Busy and hung workers.** A worker still computing an earlier step (a gradient that hangs,
 or runs past its step) is not given another: its task for the new step fails at once
@@ -47,6 +59,7 @@ keeps its state in its own process (:func:`_train_on_ray`).
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import itertools
 import math
 import queue
@@ -62,6 +75,7 @@ from ..runtime.delays import DelayModel
 from ..runtime.faults import CORRUPTING, InjectedFault, corrupt
 from ..runtime.ray_cluster import RayCluster, _ray, _resolve
 from .training import (
+    EXACT_SCHEMES,
     Ages,
     Problem,
     Run,
@@ -71,12 +85,14 @@ from .training import (
     check_step_timeout,
     checked_gradient,
     computed_slots,
+    message_problem,
     warn_degraded,
 )
 
 __all__ = [
     "FIRST_STEP_TIMEOUT_S",
     "MAX_CACHED_PROBLEMS",
+    "MIN_DEGRADED_WAIT_S",
     "MIN_STEP_TIMEOUT_S",
     "STEP_TIMEOUT_FACTOR",
     "train",
@@ -85,6 +101,7 @@ __all__ = [
 FIRST_STEP_TIMEOUT_S = 60.0
 STEP_TIMEOUT_FACTOR = 10.0
 MIN_STEP_TIMEOUT_S = 10.0  # heavy-tailed delays must not turn an exact scheme's slow step into an error
+MIN_DEGRADED_WAIT_S = 1.0  # the pace floor of an approximate scheme (a step cut short is only degraded)
 HANG_LIMIT_S = 600.0  # an injected hang ends by then even if its step is never closed
 SETUP_TIMEOUT_S = 120.0  # Ray: starting and resetting the actors before the clock starts
 MAX_CACHED_PROBLEMS = 2  # Ray: the problems whose actors a cluster keeps for later runs
@@ -193,11 +210,14 @@ class WorkerState:
 
 
 class StepDeadline:
-    """Each step's deadline in seconds: ``step_timeout_s`` if given, else automatic (module
-    docstring)."""
+    """Each step's deadline in seconds: ``step_timeout_s`` if given, else automatic; and,
+    automatic, the end by the step's own pace (:meth:`clock`; module docstring). ``exact``:
+    the scheme raises when a step falls short (the pace rule's floor is then
+    :data:`MIN_STEP_TIMEOUT_S`, else :data:`MIN_DEGRADED_WAIT_S`)."""
 
-    def __init__(self, step_timeout_s: float | None):
+    def __init__(self, step_timeout_s: float | None, exact: bool = True):
         self.fixed = step_timeout_s
+        self.exact = exact
         self.times: list[float] = []
 
     def seconds(self) -> float:
@@ -210,6 +230,78 @@ class StepDeadline:
     def record(self, step_s: float, timed_out: bool) -> None:
         if not timed_out:
             self.times.append(step_s)
+
+    def clock(self, start: float, num_workers: int) -> StepClock:
+        """The clock of a step of ``num_workers`` dispatched at ``start`` (``perf_counter``)."""
+        if self.fixed is not None:
+            return StepClock(start, self.fixed)
+        floor = MIN_STEP_TIMEOUT_S if self.exact else MIN_DEGRADED_WAIT_S
+        return StepClock(start, self.seconds(), quorum=math.ceil(num_workers / 2), floor=floor)
+
+
+class StepClock:
+    """When one step ends: ``deadline_s`` after ``start``, or (with a ``quorum``) once that
+    many workers have :meth:`answered`, ``max(floor, STEP_TIMEOUT_FACTOR x`` the seconds the
+    quorum took ``)`` after ``start``, whichever is earlier. The master waits on it (:meth:`wait`,
+    threads) or reads :meth:`expired` (Ray)."""
+
+    def __init__(self, start: float, deadline_s: float, quorum: int | None = None, floor: float = 0.0):
+        self.start, self.deadline_s = start, deadline_s
+        self.seconds = deadline_s  # the step's end, in seconds after its dispatch (inf: none)
+        self.end = start + deadline_s
+        self.quorum, self.floor = quorum, floor
+        self.answers = 0
+        self.closed = False
+        self.lock = threading.Lock()
+        self.waiting: set[threading.Event] = set()
+
+    def answered(self, latency: float) -> None:
+        """A usable message arrived ``latency`` seconds after the dispatch."""
+        with self.lock:
+            self.answers += 1
+            if self.quorum is None or self.answers != self.quorum:
+                return
+            self.seconds = min(self.seconds, max(self.floor, STEP_TIMEOUT_FACTOR * latency))
+            self.end = self.start + self.seconds
+            waiting = list(self.waiting)
+        for wake in waiting:  # their waits are now shorter
+            wake.set()
+
+    def expired(self) -> bool:
+        return time.perf_counter() >= self.end
+
+    @property
+    def paced(self) -> bool:
+        """Whether the step's pace set an end before its deadline."""
+        return self.seconds < self.deadline_s
+
+    def close(self) -> None:
+        """The step is over: every wait ends."""
+        with self.lock:
+            self.closed = True
+            waiting = list(self.waiting)
+        for wake in waiting:
+            wake.set()
+
+    def wait(self, future: concurrent.futures.Future | None = None) -> bool:
+        """Wait until ``future`` is done (True), or until the step ends first (False)."""
+        wake = threading.Event()
+        if future is not None:
+            future.add_done_callback(lambda _: wake.set())
+        with self.lock:
+            self.waiting.add(wake)
+        try:
+            while True:  # every change sets wake after it is made: checked after each wake-up
+                if future is not None and future.done():
+                    return True
+                limit = self.end - time.perf_counter()
+                if self.closed or limit <= 0.0:
+                    return False
+                wake.wait(None if math.isinf(limit) else limit)
+                wake.clear()
+        finally:
+            with self.lock:
+                self.waiting.discard(wake)
 
 
 def train(
@@ -239,7 +331,7 @@ def train(
     run = check_run(scheme, problem, num_stragglers, steps, lr, delays, seed, code_seed, faults)
     if not isinstance(cluster, Cluster):
         raise ValueError(f"cluster must be a codedcomputing cluster (ThreadCluster, ...), got {cluster!r}")
-    deadline = StepDeadline(check_step_timeout(step_timeout_s))
+    deadline = StepDeadline(check_step_timeout(step_timeout_s), exact=run.scheme in EXACT_SCHEMES)
     if delays is not None:
         delays.reset()  # a model with memory starts afresh
     if isinstance(cluster, RayCluster):
@@ -266,45 +358,114 @@ def _train_on_threads(run: Run, delays, deadline: StepDeadline, cluster: Cluster
     theta = problem.initial.copy()
     history = [Step(0, 0.0, 0.0, float(problem.loss(theta)))]
     closed = threading.Event()
+    # With the pace rule a step's collect runs on a thread of these, so that the master can end
+    # the step at its pace even while gradients hang in the cluster's threads (a running
+    # Python function cannot be stopped): such a collect is left to end at its deadline.
+    collects = concurrent.futures.ThreadPoolExecutor(n + 2, thread_name_prefix="gradient-collect")
     try:
         for t in range(run.steps):
             delay, faults, seeds = run.step_inputs(delays, t)
             closed = threading.Event()  # set when the step ends: sleeping and hung workers return
+            clock = deadline.clock(time.perf_counter(), n)
+            step = _ThreadStep(clock)
 
-            def task(row, theta=theta, t=t, delay=delay, faults=faults, seeds=seeds, closed=closed):
+            def task(
+                row, theta=theta, t=t, delay=delay, faults=faults, seeds=seeds, closed=closed, step=step
+            ):
                 worker = workers[int(np.asarray(row).ravel()[0])]
+                if closed.is_set():  # started after its step ended: nothing to do
+                    return None
                 i = worker.worker
                 fault, seed = faults.get(i), int(seeds[i])
-                message = worker.work(problem, theta, t, fault=fault, closed=closed, seed=seed)
+                try:
+                    message = worker.work(problem, theta, t, fault=fault, closed=closed, seed=seed)
+                except Exception as err:
+                    step.failed(i, err)
+                    raise
                 if message is None:  # an injected hang, over with its step
                     return None
+                if fault in CORRUPTING:
+                    step.check(i, message, run.dim)
                 closed.wait(float(delay[i]))  # a slow worker, after its compute
                 return message[None]
 
-            deadline_s = deadline.seconds()
             call = cluster.submit(task, rows)
-            gathered = cluster.collect(
-                call, lambda alive: run.enough(list(alive)), deadline_s, output_shape=(run.dim,)
-            )
+            arguments = (call, lambda alive: run.enough(list(alive)), clock.deadline_s)
+            options = {"output_shape": (run.dim,), "on_usable": step.arrived}
+            if clock.quorum is None:  # a fixed deadline: collected here
+                gathered = cluster.collect(*arguments, **options)
+            else:
+                collecting = collects.submit(cluster.collect, *arguments, **options)
+                gathered = collecting.result() if clock.wait(collecting) or not clock.paced else None
             closed.set()
-            alive = [int(i) for i in gathered.alive]
+            clock.close()
+            if gathered is not None:
+                alive = [int(i) for i in gathered.alive]
+                failed = {int(w): why for w, why in gathered.failed.items()}
+                timed_out = bool(gathered.timed_out)
+                late = gathered.dropped.tolist() if timed_out else []
+                messages = np.asarray(gathered.results, dtype=np.float64) if alive else np.zeros((0, run.dim))
+                step_s, end_s = gathered.wall_s, clock.deadline_s
+            else:  # the step's pace ended it: what had arrived, the rest late
+                alive, messages, failed = step.freeze(run.dim)
+                late = [i for i in range(n) if i not in alive and i not in failed]
+                timed_out, step_s, end_s = True, time.perf_counter() - clock.start, clock.seconds
             for worker in workers:  # the step closes: late workers' work is dropped
                 worker.settle(t, worker.worker in alive)
-            failed = {int(w): why for w, why in gathered.failed.items()}
-            late = gathered.dropped.tolist() if gathered.timed_out else []
-            messages = np.zeros((0, run.dim)) if not alive else np.asarray(gathered.results, dtype=np.float64)
-            estimate, used, degraded = run.decode(t, messages, alive, failed, late, deadline_s, history)
-            deadline.record(gathered.wall_s, gathered.timed_out)
+            estimate, used, degraded = run.decode(t, messages, alive, failed, late, end_s, history)
+            deadline.record(step_s, timed_out)
             while not kept.empty():  # in the order the workers kept them (a late fill-in included)
                 ages.arrived(*kept.get())
             step_ages = ages.ages(t) if run.pipelined else None
-            step_s, timed_out = gathered.wall_s, bool(gathered.timed_out)
             theta = run.close_step(
                 history, theta, estimate, step_s, used, step_ages, degraded, timed_out, failed
             )
     finally:
         closed.set()
+        collects.shutdown(wait=False)
     return history
+
+
+class _ThreadStep:
+    """What a thread step's master knows beside its collect: the usable messages in arrival
+    order (``on_usable``, which also tells the ``clock``) and why workers failed (told by their
+    tasks), read by :meth:`freeze` when the step's pace ends it before its collect does."""
+
+    def __init__(self, clock: StepClock):
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.messages: dict[int, np.ndarray] = {}  # in arrival order
+        self.failures: dict[int, str] = {}
+        self.frozen = False
+
+    def arrived(self, worker: int, latency: float, output) -> None:
+        with self.lock:
+            if self.frozen:
+                return
+            self.messages[int(worker)] = output
+        self.clock.answered(latency)
+
+    def failed(self, worker: int, error: BaseException) -> None:
+        with self.lock:
+            if not self.frozen:
+                self.failures[worker] = f"{type(error).__name__}: {error}"[:300]
+
+    def check(self, worker: int, message: np.ndarray, dim: int) -> None:
+        """A message an injected fault corrupted: unusable (as the collector will find)."""
+        why = message_problem(np.asarray(message), dim)
+        if why is not None:
+            with self.lock:
+                if not self.frozen:
+                    self.failures[worker] = why
+
+    def freeze(self, dim: int) -> tuple[list[int], np.ndarray, dict[int, str]]:
+        """``(alive, messages, failed)`` now; later arrivals and failures are not counted."""
+        with self.lock:
+            self.frozen = True
+            alive = list(self.messages)
+            rows = [np.asarray(self.messages[i], dtype=np.float64).reshape(1, dim) for i in alive]
+            failed = {w: why for w, why in self.failures.items() if w not in self.messages}
+        return alive, (np.concatenate(rows) if rows else np.zeros((0, dim))), failed
 
 
 _actor_class = None
@@ -510,12 +671,11 @@ class _ActorPool:
             if self.actors[i] is not None and i not in self.resetting:
                 self.replace(i)
 
-    def collect(
-        self, owner: dict, collector: Collector, held: np.ndarray, start: float, deadline_s: float
-    ) -> bool:
+    def collect(self, owner: dict, collector: Collector, held: np.ndarray, clock: StepClock) -> bool:
         """Feed ``collector`` the answers of a step's calls (``owner``: reference -> worker) as
         they finish, each held back ``held[worker]`` seconds (the cluster's own delays), until
-        it is done or ``deadline_s`` has passed since ``start``; returns ``timed_out``. An
+        it is done or the step's ``clock`` has passed its deadline; returns ``timed_out``
+        (``collector`` checks the clock's earlier end by pace, woken here when it comes). An
         actor that died is replaced, and its worker is a straggler of the step."""
         ray = _ray()
         pending = list(owner)
@@ -524,6 +684,9 @@ class _ActorPool:
             nonlocal pending
             if not pending:
                 return None
+            until_end = clock.end - time.perf_counter()  # the step's end may have come nearer
+            if timeout is None or until_end < timeout:
+                timeout = max(until_end, 0.0) if np.isfinite(until_end) else timeout
             ready, pending = ray.wait(pending, num_returns=1, timeout=timeout)
             finished_at = time.perf_counter()
             return [(owner[ref], finished_at, ref) for ref in ready]
@@ -538,7 +701,7 @@ class _ActorPool:
                 outcome = WorkerFailure(f"its actor died ({type(outcome).__name__})")
             return outcome, seconds
 
-        return wait_real_time(collector, held, start, deadline_s, poll, resolve)
+        return wait_real_time(collector, held, clock.start, clock.deadline_s, poll, resolve)
 
     def kill(self) -> None:
         ray = _ray()
@@ -576,11 +739,11 @@ def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster)
     their states, and the clock starts once every actor is ready); a step sends ``theta``
     (put once) and collects the actors' answers as the cluster collects its tasks' results
     (:func:`~codedcomputing.runtime.collect.wait_real_time`, with the cluster's own delays
-    and faults drawn as its ``submit`` draws them), until the scheme has enough or the step's
-    deadline passes. At the step's close the master tells every actor whether its result
-    arrived (``close``: late work is dropped, sleeping and hung calls end; nothing is
-    cancelled through Ray). An actor that died is a straggler and is replaced
-    (:class:`_ActorPool`)."""
+    and faults drawn as its ``submit`` draws them), until the scheme has enough or the step ends
+    (its deadline, or its pace: :class:`StepClock`). At the step's close the master tells
+    every actor whether its result arrived (``close``: late work is dropped, sleeping and hung
+    calls end; nothing is cancelled through Ray). An actor that died is a straggler and is
+    replaced (:class:`_ActorPool`)."""
     ray = _ray()
     problem, n = run.problem, run.n
     ages = Ages(n, run.s + 1)
@@ -615,10 +778,20 @@ def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster)
             )
             owner[ref] = i
             pool.inflight.setdefault(i, []).append(ref)
-        deadline_s = deadline.seconds()
-        collector = Collector(n, run.enough, output_shape=(run.dim,))
-        timed_out = pool.collect(owner, collector, held, start, deadline_s)
+        clock = deadline.clock(start, n)
+        collector = Collector(
+            n,
+            lambda alive, clock=clock: run.enough(alive) or clock.expired(),
+            output_shape=(run.dim,),
+            on_usable=lambda worker, latency, output, clock=clock: clock.answered(latency),
+        )
+        timed_out = pool.collect(owner, collector, held, clock)
         step_s = time.perf_counter() - start
+        answered = set(collector.outputs) | set(collector.failed)
+        unanswered = [i for i in owner.values() if i not in answered]
+        # short, with calls out, before the deadline: the step's pace ended it
+        paced = not timed_out and bool(unanswered) and not run.enough(collector.alive)
+        timed_out = timed_out or paced
         alive = list(collector.alive)
         failed = {**unavailable, **collector.failed}
         for i in owner.values():  # the step closes: late work is dropped, sleepers wake
@@ -631,10 +804,10 @@ def _train_on_ray(run: Run, delays, deadline: StepDeadline, cluster: RayCluster)
                     ages.arrived(i, t, computed[i])
                 elif i not in failed and i not in pool.resetting:  # late: kept what it filled in
                     ages.arrived(i, t, ages.missing(i))
-        answered = set(collector.outputs) | set(collector.failed)
-        late = [i for i in owner.values() if i not in answered] if timed_out else []
+        late = unanswered if timed_out else []
         messages = np.concatenate([collector.outputs[i] for i in alive]) if alive else np.zeros((0, run.dim))
-        estimate, used, degraded = run.decode(t, messages, alive, failed, late, deadline_s, history)
+        end_s = clock.seconds if paced else clock.deadline_s
+        estimate, used, degraded = run.decode(t, messages, alive, failed, late, end_s, history)
         deadline.record(step_s, timed_out)
         step_ages = ages.ages(t) if run.pipelined else None
         theta = run.close_step(history, theta, estimate, step_s, used, step_ages, degraded, timed_out, failed)

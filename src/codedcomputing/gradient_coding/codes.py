@@ -306,4 +306,3 @@ class CyclicRepetition(GradientCode):
         weights = np.zeros(alive.size)
         weights[:size] = solution
         return weights
-
