@@ -397,7 +397,12 @@ def classify(cell: Cell, code: cc.Code, coded, faulty: list[int], status: str, v
         if rejected:
             return f"converted output rejected ({len(rejected)} in failed)", detail
         used = len(faulty_set & alive)
-        if used != min(cell.count, WAIT_FOR):
+        # On real backends a converted result that the scheduler delivered after the call had
+        # its results is dropped as late, not rejected: a busy machine can reorder zero-delay
+        # tasks behind honest ones (seen on Ray with another test process beside it).
+        dropped = set(np.asarray(report.dropped).tolist())
+        late = cell.backend != "simulated" and (faulty_set - alive) <= dropped
+        if used != min(cell.count, WAIT_FOR) and not (late and used > 0):
             return f"{used} of {cell.count} converted used", detail
         return "ok (converted used)", detail
     used = faulty_set & alive

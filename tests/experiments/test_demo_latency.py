@@ -119,7 +119,7 @@ def test_serving_demo_leaves_parm_out_and_says_so_when_its_parity_model_is_not_c
     assert result.exit_code == 0, result.output
     rows = _serving_table(result.output)
     assert "ParM k=2" not in rows and len(rows) == 5
-    assert "ParM left out: no parity model of LeNet-5 for groups of 2 is cached" in result.output
+    assert "ParM left out: no parity model of LeNet-5 for groups of 2 is shipped or cached" in result.output
 
 
 def _row(scheme, kind, p999, accuracy=0.98, decoded=0.0, extra_load=0.0):
