@@ -19,16 +19,16 @@ from hypothesis import strategies as st
 
 import api_fuzzing as fz
 
-# 150 cases for each callable. The core ones (52 now; 49 when measured): ~11 s on 2 cores with every case
-# run to the end (most calls take well under a millisecond; hypothesis' own overhead
-# dominates). The extensions' 78 (api_fuzzing.EXTENSION_NAMES: ManifoldGCC and layout,
-# RobustGCC and the attacks, gradient coding) cost about as much again: run beside the core
-# ones on a loaded machine, those that passed took 1.3-2.0 s each against the core ones'
-# 1.2-3.1 s, 1.1-1.9x the core's total were all of them to pass (the bound ManifoldGCC's and
-# ThinPlateCode's methods the slowest, ~2.5 s each there). So 25-35 s in all unloaded, well
-# under a minute: no callable is in the slow tier. A failing callable stops early; a hang
-# costs api_fuzzing.TIME_LIMIT_S (5 s).
+# 150 cases for each callable in CI (the slow tier), 30 in the fast tier with other draws
+# (hypothesis derandomizes each test by its own name). The core ones (52 now; 49 when
+# measured): ~11 s on 2 cores for 150 cases with every case run to the end (most calls take
+# well under a millisecond; hypothesis' own overhead dominates); the extensions' 78
+# (api_fuzzing.EXTENSION_NAMES: ManifoldGCC and layout, RobustGCC and the attacks, gradient
+# coding) cost about as much again. All 136 callables at 150 cases: 61 s of test time on an
+# idle 2-core machine; at 30 cases, about 12 s. A failing callable stops early; a hang costs
+# api_fuzzing.TIME_LIMIT_S (5 s).
 EXAMPLES = 150
+QUICK_EXAMPLES = 30
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -37,17 +37,33 @@ def _one_blas_thread():
         yield
 
 
-@pytest.mark.parametrize("name", fz.TARGET_NAMES)
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    phases=(Phase.explicit, Phase.generate),
-    suppress_health_check=(HealthCheck.too_slow,),
-)
-@given(rnd=st.randoms(use_true_random=False))
-def test_bad_input_is_rejected_naming_the_parameter(name, rnd):
+def _fuzz(examples: int):
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        phases=(Phase.explicit, Phase.generate),
+        suppress_health_check=(HealthCheck.too_slow,),
+    )
+
+
+def _check(name, rnd):
     case = fz.make_case(name, fz.Draw(rnd))
     outcome, detail = fz.classify(case)
     assert outcome in ("ok", "named"), f"{outcome}: {case!r}\n    -> {detail}"
+
+
+@pytest.mark.parametrize("name", fz.TARGET_NAMES)
+@_fuzz(QUICK_EXAMPLES)
+@given(rnd=st.randoms(use_true_random=False))
+def test_bad_input_is_rejected_naming_the_parameter(name, rnd):
+    _check(name, rnd)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", fz.TARGET_NAMES)
+@_fuzz(EXAMPLES)
+@given(rnd=st.randoms(use_true_random=False))
+def test_many_bad_inputs_are_rejected_naming_the_parameter(name, rnd):
+    _check(name, rnd)

@@ -20,6 +20,10 @@ from pathlib import Path
 
 import pytest
 
+# Every block runs as a script of its own (imports, models, plots): 11 s together on an idle
+# 2-core machine, so the module is in the slow tier.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 

@@ -246,8 +246,16 @@ def main(argv=None) -> int:
                     row = f"{backend:<10} {kind:<6} {count:<7}"
                     for scheme in schemes:
                         outcome, detail = run_cell(
-                            backend, scheme, kind, count, args.s, args.steps, args.inject,
-                            args.step_timeout, args.cell_timeout, ray_cluster,
+                            backend,
+                            scheme,
+                            kind,
+                            count,
+                            args.s,
+                            args.steps,
+                            args.inject,
+                            args.step_timeout,
+                            args.cell_timeout,
+                            ray_cluster,
                         )
                         totals[outcome] += 1
                         row += f" {outcome:<{width}}"

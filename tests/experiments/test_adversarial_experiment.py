@@ -103,6 +103,7 @@ def test_each_slope_carries_the_95_percent_interval_of_its_least_squares_fit():
     assert (row["slope_low"], row["slope_high"]) == pytest.approx((fit.slope - half, fit.slope + half))
 
 
+@pytest.mark.slow  # draws figures with matplotlib: seconds each; CI runs it
 def test_the_driver_writes_and_redraws(tmp_path, monkeypatch):
     monkeypatch.setattr(adversarial, "QUICK", SMALL)
     paths = run_experiment("adversarial", tmp_path, quick=True, progress=False)

@@ -92,6 +92,7 @@ def test_lambdas_are_recorded_for_gcc_and_empty_for_bacc(rates_rows):
     assert all(len(pairs) == 1 for pairs in per_setting.values())
 
 
+@pytest.mark.slow  # draws figures with matplotlib: seconds each; CI runs it
 def test_driver_writes_the_rows_the_slopes_and_the_figure(rates_rows, rates_files):
     out = rates_files
     rows = read_csv(out / "rates.csv")
@@ -162,6 +163,7 @@ def test_headline_lists_every_fitted_slope(rates_rows):
     assert all(f"gcc, bernoulli p = {p}" in headline.column("curve") for p in rates.QUICK.probabilities)
 
 
+@pytest.mark.slow  # draws figures with matplotlib: seconds each; CI runs it
 def test_plot_redraws_from_the_csv_alone(rates_files, tmp_path):
     out = rates_files
     figures = redraw(out / "rates.csv", tmp_path / "redrawn")

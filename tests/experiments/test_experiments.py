@@ -92,6 +92,7 @@ def test_every_experiment_has_the_drivers_interface():
         assert all(callable(getattr(module, verb)) for verb in ("run", "plot", "headline"))
 
 
+@pytest.mark.slow  # draws figures with matplotlib: seconds each; CI runs it
 def test_cli_runs_the_experiment_end_to_end_through_the_csv_and_figures(polynomial_rows, tmp_path):
     """``coded experiment``: the CSV holds exactly the rows, the figure is drawn, the headline
     printed; ``coded plot`` redraws the figure from the CSV alone and prints it again."""

@@ -77,6 +77,7 @@ def test_exact_points_sit_on_a_labelled_floor_without_a_band():
     plt.close(fig)
 
 
+@pytest.mark.slow  # draws figures with matplotlib: seconds each; CI runs it
 def test_polynomial_figure_separates_lcc_marks_its_threshold_and_says_what_the_bands_are(
     monkeypatch, tmp_path
 ):

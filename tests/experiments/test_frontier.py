@@ -415,6 +415,7 @@ def test_claims_say_where_coding_wins_and_where_it_loses_from_the_rows():
     assert len(claims) == 6 and claims[0].held is None and "bimodal-p0.02-x10" in claims[0].measured
 
 
+@pytest.mark.slow  # draws figures with matplotlib: seconds each; CI runs it
 def test_the_figure_keeps_its_title_above_the_panels_and_its_legend_names_every_scheme(
     rows, monkeypatch, tmp_path
 ):

@@ -124,6 +124,7 @@ def test_unknown_task_is_refused():
         manifold.run(manifold.Config(tasks=("cifar",)), 0, progress=False)
 
 
+@pytest.mark.slow  # draws figures with matplotlib: seconds each; CI runs it
 def test_driver_writes_the_csv_that_redraws_the_same_figures_and_headline(rows, tmp_path, monkeypatch):
     """run_experiment writes exactly the rows; ``redraw`` reads them back into the same
     headline; the headline's ratios are the ratios of mean MSEs."""

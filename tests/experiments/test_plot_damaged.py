@@ -11,6 +11,8 @@ import pytest
 
 from damages import CELL_DAMAGES, SMALL, csv_damages, small_csv
 
+pytestmark = pytest.mark.slow  # each case draws an experiment's figures with matplotlib: 11 s together
+
 # -- the tests ---------------------------------------------------------------------------------------
 
 

@@ -38,7 +38,7 @@ def test_every_shipped_entry_is_whole_and_says_where_it_came_from(name):
         assert info["base_recipe"] == dataclasses.asdict(models.MODELS[base][1])
 
 
-@pytest.mark.parametrize("name", ["lenet5", "vit"])
+@pytest.mark.parametrize("name", ["lenet5", pytest.param("vit", marks=pytest.mark.slow)])
 def test_load_uses_the_shipped_weights_and_their_accuracy_is_what_the_sidecar_says(name, cache):
     model = models.load(name, progress=False)  # the guard in conftest fails any training
     assert models.is_cached(name) and not any(cache.iterdir())  # nothing written to the cache
@@ -48,6 +48,7 @@ def test_load_uses_the_shipped_weights_and_their_accuracy_is_what_the_sidecar_sa
     assert model.test_accuracy >= {"lenet5": 0.97, "vit": 0.95}[name]
 
 
+@pytest.mark.slow  # scores each parity model on the 1,000 test digits: 2-5 s
 @pytest.mark.parametrize("k", [2, 4])
 def test_load_parity_uses_the_shipped_parity_models_and_their_figures_hold(k, cache):
     net = parity.load_parity("lenet5", k, progress=False)

@@ -147,6 +147,7 @@ def test_a_list_result_is_used_and_none_or_strings_are_failures():
         assert "None" in result.report.failed[1] and "dtype" in result.report.failed[2]
 
 
+@pytest.mark.slow  # two processes importing torch: 5 s
 def test_a_worker_importing_torch_does_not_race_the_master():
     """Worker threads importing torch for the first time while the master gathers their
     results (and looks torch up in ``sys.modules``, where it is partially initialised) make no
