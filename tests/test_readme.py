@@ -43,7 +43,9 @@ def test_ci_runs_exactly_the_readme_test_command():
     marker = README.index("<!-- test-command -->")
     block = README[marker:].split("```bash\n", 1)[1].split("\n", 1)[0]
     assert command.stdout.strip() == block.strip()
-    assert "pip install torch==2.13.0" in block and block.endswith("python -m pytest --durations=20")
+    assert "pip install torch==2.13.0" in block and block.endswith(
+        "python -m pytest -n 2 --dist loadgroup --durations=20"
+    )
 
 
 def test_readme_starts_with_the_two_set_up_and_run_commands():
