@@ -6,8 +6,6 @@ import re
 import socket
 import subprocess
 import sys
-import threading
-import time
 
 import numpy as np
 import pytest
@@ -23,6 +21,7 @@ from codedcomputing.cli import _exact_flags, app
 from codedcomputing.runtime.delays import Bimodal
 from codedcomputing.serving import Coded, ThreadServer
 from codedcomputing.serving.http import create_app
+from live_servers import uvicorn_thread
 
 SHAPE = (2, 3)
 W = np.random.default_rng(7).normal(size=(6, 4))
@@ -58,33 +57,17 @@ def test_serve_on_a_port_in_use_says_so_in_one_line_and_exits_3():
 
 def test_bench_serve_prints_the_share_of_answers_the_server_decoded():
     """Coded BACC 4/6 with stragglers: the decoded line's counts are the server's own."""
-    import uvicorn
-
     service = Bimodal(base=2.0, p=0.3, slowdown=20.0)
     scheme = Coded(BACC(4, 6, systematic=True), tau=5.0, max_group_wait=20.0)
     server_app = create_app(
         lambda: ThreadServer(f, 6, scheme, service=service, time_unit=1e-3, seed=3), SHAPE
     )
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
-    config = uvicorn.Config(server_app, host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 300
-        while not server.started:
-            assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-            time.sleep(0.02)
+    with uvicorn_thread(server_app) as port:
         options = "--rate 100 --duration 0.5 --inputs-from random --input-shape 2,3 --batch 4".split()
         result = CliRunner().invoke(app, ["bench-serve", f"http://127.0.0.1:{port}", *options])
         import httpx
 
         metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
-    finally:
-        server.should_exit = True
-        thread.join(20)
     assert result.exit_code == 0, result.output
     output = " ".join(result.output.split())
     sent = int(output.split(" requests")[0])

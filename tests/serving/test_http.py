@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +27,7 @@ from codedcomputing import BACC
 from codedcomputing.runtime.delays import Bimodal
 from codedcomputing.serving import Coded, NoRedundancy, ParM, RayServer, ThreadServer, http
 from codedcomputing.serving.http import create_app
+from live_servers import free_port, uvicorn_thread
 
 SHAPE = (2, 3)
 W = np.random.default_rng(7).normal(size=(6, 4))
@@ -329,12 +329,6 @@ def test_create_app_checks_its_arguments():
         create_app(None, SHAPE)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_coded_serve_drains_in_flight_queries_on_a_signal_and_exits_0(sig):
@@ -467,27 +461,14 @@ def test_the_package_and_the_cli_do_not_import_the_http_stack():
 
 
 def test_bench_serve_reports_every_request_of_an_open_loop_run():
-    import uvicorn
     from typer.testing import CliRunner
 
     from codedcomputing.cli import app as cli
 
-    port = free_port()
-    config = uvicorn.Config(app_for(replicas=2), host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 300
-        while not server.started:
-            assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-            time.sleep(0.02)
+    with uvicorn_thread(app_for(replicas=2)) as port:
         options = "--rate 200 --duration 0.5 --inputs-from random --input-shape 2,3 --batch 2".split()
         result = CliRunner().invoke(cli, ["bench-serve", f"http://127.0.0.1:{port}", *options])
         metrics = httpx_get(f"http://127.0.0.1:{port}/metrics")
-    finally:
-        server.should_exit = True
-        thread.join(20)
     assert result.exit_code == 0, result.output
     sent = int(result.output.split(" requests")[0])
     assert f"answered {sent}; errors: none" in " ".join(result.output.split())
