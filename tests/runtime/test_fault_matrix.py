@@ -134,3 +134,19 @@ def test_a_crash_or_a_hang_is_an_outcome_not_an_error():
     event = threading.Event()
     assert fm.call_with_limit(event.wait, 0.05) == ("hang", None)
     event.set()
+
+
+def test_a_call_whose_honest_workers_miss_the_deadline_runs_again_with_a_longer_one(monkeypatch):
+    # Honest workers answer after 20-40 ms: a 5 ms deadline expires before any of them does,
+    # as a 2 s one does on a busy machine. One factor: the call is judged as it ran, and fails.
+    cell = fm.Cell("thread", "gcc", "raise", 1)
+    monkeypatch.setitem(fm.DEADLINE_S, "thread", 0.005)
+    monkeypatch.setattr(fm, "DEADLINE_FACTORS", (1,))
+    (short,) = fm.run_cell(cell, seeds=(0,))
+    assert not short.matches and short.observed == "raised InsufficientResultsError", short.describe()
+    # A second factor long enough for every honest worker: the documented outcome, and the
+    # detail says which deadline gave it.
+    monkeypatch.setattr(fm, "DEADLINE_FACTORS", (1, 400))
+    (escalated,) = fm.run_cell(cell, seeds=(0,))
+    assert escalated.matches, escalated.describe()
+    assert "deadline 2 s, try 2" in escalated.detail
