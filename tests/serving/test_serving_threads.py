@@ -4,6 +4,7 @@ Service times here are 10 ms per clock unit, tiny models, a few hundred queries 
 test runs in about a second or two and stops every thread it starts (``close`` joins them).
 """
 
+import concurrent.futures
 import math
 import threading
 import time
@@ -275,14 +276,24 @@ def test_interference_starts_pinned_busy_processes_and_stops_them():
 
 
 def test_close_with_a_timeout_fails_the_queries_a_hung_replica_holds():
+    release = threading.Event()
+
     def hangs(x):
-        time.sleep(0.3)
+        release.wait(60)
         return f(x)
 
-    server = serving.ThreadServer([hangs, f], 2, serving.NoRedundancy(), balancer="jsq", seed=0).start()
-    futures = [server.submit(x) for x in np.eye(4)[:2]]  # jsq: one query on each replica
-    time.sleep(0.05)
-    server.close(timeout=0.05)
+    # output_shape declared: nothing is probed (a probe of ``hangs`` would hold the first submit)
+    server = serving.ThreadServer(
+        [hangs, f], 2, serving.NoRedundancy(), balancer="jsq", seed=0, output_shape=(3,)
+    ).start()
+    try:
+        futures = [server.submit(x) for x in np.eye(4)[:2]]  # jsq: one query on each replica
+        done, _ = concurrent.futures.wait(futures, timeout=60, return_when="FIRST_COMPLETED")
+        assert len(done) == 1  # the healthy replica's
+        with pytest.warns(RuntimeWarning, match="abandoned 1 replica thread.*replica-0"):
+            server.close(timeout=0.05)
+    finally:
+        release.set()
     outcomes = sorted(type(future.exception()).__name__ for future in futures)
     assert outcomes == ["NoneType", "QueryFailed"]
     assert "closed" in str(next(fu.exception() for fu in futures if fu.exception() is not None))

@@ -33,7 +33,7 @@ from .ray_server import RayServer
 from .records import OUTCOMES, ServingRecord
 from .schemes import SCHEMES, Coded, Hedge, NoRedundancy, ParM, Replication, Scheme, make_scheme
 from .server import SimulatedServer, mean_service, poisson_arrivals
-from .threads import Answer, QueryFailed, ReplicaLost, ThreadServer
+from .threads import Answer, QueryFailed, QueryTimeout, ReplicaLost, ThreadServer
 
 __all__ = [
     "OUTCOMES",
@@ -45,6 +45,7 @@ __all__ = [
     "NoRedundancy",
     "ParM",
     "QueryFailed",
+    "QueryTimeout",
     "RayServer",
     "ReplicaLost",
     "Replication",

@@ -23,6 +23,7 @@ results that arrived.
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from abc import ABC
@@ -393,9 +394,10 @@ class Coded(_Grouped):
                 f"code must be systematic (GCC, BACC or ManifoldGCC with systematic=True): a "
                 f"non-systematic code would hold every query until its group's decode, got {code!r}"
             )
-        if code.num_inputs > code.num_workers:
+        if code.num_inputs >= code.num_workers:
             raise ValueError(
-                f"code needs num_inputs <= num_workers, got {code.num_inputs} > {code.num_workers}"
+                f"code needs at least one parity (num_workers > num_inputs), got {code.num_workers} "
+                f"workers for {code.num_inputs} inputs: with none, use NoRedundancy"
             )
         self.code = code
         self.group_size = code.num_inputs
@@ -408,6 +410,13 @@ class Coded(_Grouped):
             wait_for = check_count(wait_for, "wait_for", max(1, code.min_results), code.num_workers)
         self.wait_for = wait_for
         self._codes: dict[int, Code] = {code.num_inputs: code}
+
+    def check(self, num_replicas):
+        if num_replicas < self.parities + 1:
+            raise ValueError(
+                f"a code with {self.parities} parities needs num_replicas >= {self.parities + 1} (each "
+                f"parity on its own replica, and one replica free of them), got {num_replicas}"
+            )
 
     def code_for(self, size: int) -> Code:
         """The code of a group of ``size`` queries (this scheme's ``code`` for a full group)."""
@@ -588,6 +597,12 @@ class ParM(_Grouped):
     def num_parities(self, size):
         return 1
 
+    def check(self, num_replicas):
+        if num_replicas < 2:
+            raise ValueError(
+                f"parm needs num_replicas >= 2 (a group's parity apart from its queries), got {num_replicas}"
+            )
+
     def _try_decode(self, run, group):
         m = len(self.members[group])
         if self.unanswered[group] == 1 and m in self.arrived[group]:  # the parity (position m) is in
@@ -644,4 +659,10 @@ def make_scheme(name: str, **options) -> Scheme:
     """The scheme called ``name`` (a key of :data:`SCHEMES`) built with ``options``."""
     if name not in SCHEMES:
         raise ValueError(f"scheme must be one of {sorted(SCHEMES)}, got {name!r}")
-    return SCHEMES[name](**options)
+    cls = SCHEMES[name]
+    accepted = [p for p in inspect.signature(cls).parameters if p != "self"]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        takes = ", ".join(accepted) if accepted else "no options"
+        raise ValueError(f"scheme {name!r} has no option {unknown[0]!r} (it takes {takes})")
+    return cls(**options)

@@ -27,24 +27,39 @@ Choices, stated once:
   (replica r's j-th task takes row j, column r of the same table as the simulated server with
   the same seed), then runs ``f``; so a task's service time is the draw plus ``f``'s own time.
   A sleep is cut short when the server closes.
-- **Failures**: a task whose function raises, returns non-finite values, not one row, or a row
-  of another shape than the first good result, is a straggler that never returns: the scheme
+- **Results are validated, in one place** (the replica's thread, :func:`_validate`): a task's
+  output must be one row, numeric (integer or floating), finite, and of the **output spec**:
+  the shape declared with ``output_shape``, or else the shape of the model's own output on a
+  probe input of zeros of the first query's shape, computed when that query is submitted (in
+  the submitting thread, never the frontend's; with one callable per replica, each distinct
+  callable is probed and the shape most replicas return wins). Never the shape of whichever
+  result arrives first. ParM's ``f(0)`` for short groups is that probe's output.
+- **Failures**: a task whose function raises or returns a result that fails validation is a
+  straggler that never returns: the scheme
   answers its query by another path (a copy, a hedge, a decode) or, once none is left, the
   query fails (its future raises :class:`QueryFailed`; the record marks it ``failed``).
   Neither the server nor other queries are disturbed.
+- **Per-query deadline** (``query_timeout``, clock units): a query not answered that long after
+  its submit fails with :class:`QueryTimeout`, which names the query and its tasks; its queued
+  tasks are cancelled. None (the default): no limit, so a hung replica's query without
+  another path waits until :meth:`ThreadServer.close` (``coded serve`` sets a finite one).
 - **Closing** (:meth:`ThreadServer.close`): no new queries; a coding group still open closes
   (:meth:`~codedcomputing.serving.Scheme.flush`); every query in flight is answered or fails;
-  then queued tasks are dropped and the threads stop.
+  then queued tasks are dropped and the threads stop. With a ``timeout`` the whole close
+  returns within it (plus a moment): replica threads still inside ``f`` then are abandoned
+  (daemon threads), and a :class:`RuntimeWarning` names them.
 """
 
 from __future__ import annotations
 
+import copy
 import heapq
 import math
 import os
 import queue
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -68,15 +83,22 @@ from .server import (
     _Uniforms,
 )
 
-__all__ = ["Answer", "QueryFailed", "ReplicaLost", "ThreadServer"]
+__all__ = ["Answer", "QueryFailed", "QueryTimeout", "ReplicaLost", "ThreadServer"]
 
 FRONTENDS = ("inline", "direct", "events")
 
 _DECODED = OUTCOMES.index("decoded")
+_EXPIRE = object()  # a query's deadline timer: (_EXPIRE, query) on the run's heap
+_ROLES = ("primary", "copy", "hedge", "parity")  # schemes.PRIMARY, COPY, HEDGE, PARITY
 
 
 class QueryFailed(RuntimeError):
     """A query no path could answer (its tasks failed), or one the server closed on."""
+
+
+class QueryTimeout(QueryFailed):
+    """A query not answered within the server's ``query_timeout``: its message names the query
+    and its tasks (where each was: queued, running, done)."""
 
 
 class ReplicaLost(RuntimeError):
@@ -152,6 +174,12 @@ class ThreadServer:
         Pin replica r's thread to ``affinity[r]`` (``os.sched_setaffinity``, Linux; None in an
         entry leaves that replica free): with :class:`~codedcomputing.serving.Interference`
         on the same core, that replica straggles for real.
+    query_timeout : float or None, default None
+        A query not answered this many clock units after its submit fails with
+        :class:`QueryTimeout` (module docstring); None: no limit.
+    output_shape : tuple of int or None, default None
+        One answer's shape (the model's output row). None: the shape of the model's output on a
+        probe input (module docstring). Results of another shape are failed tasks.
     frontend : {"events", "inline", "direct"}, default "events"
         Who runs the scheme's hooks, always one at a time under the frontend's lock:
         ``"events"``, the frontend thread, every event queued by then in one batch per
@@ -183,6 +211,8 @@ class ThreadServer:
         seed=0,
         affinity=None,
         frontend: str = "events",
+        query_timeout: float | None = None,
+        output_shape=None,
     ):
         self.num_replicas = check_count(num_replicas, "num_replicas", 1)
         if callable(f):
@@ -216,6 +246,12 @@ class ThreadServer:
                 f"affinity must be None or {self.num_replicas} sets of core ids, got {affinity!r}"
             )
         self.frontend = check_choice(frontend, "frontend", FRONTENDS)
+        self.query_timeout = (
+            None
+            if query_timeout is None
+            else check_number(query_timeout, "query_timeout", low=0.0, low_open=True, allow_inf=True)
+        )
+        self.output_shape = None if output_shape is None else _check_shape(output_shape, "output_shape")
         self._run: _LiveRun | None = None
         self._state = "new"
         self._gate = threading.Lock()  # a submit and a close do not interleave
@@ -244,13 +280,23 @@ class ThreadServer:
                 raise RuntimeError(
                     f"submit needs a running server (start it first); this one is {self._state}"
                 )
-            return self._run.post_query(_check_input(x, self._run.input_spec))
+            run = self._run
+            first = not run.input_spec
+            row = _check_input(x, run.input_spec)
+            if first:
+                try:
+                    run.output_spec, run.zero = _probe(self, row)
+                except ValueError:
+                    run.input_spec.clear()  # the next submit probes again
+                    raise
+            return run.post_query(row)
 
     def close(self, timeout: float | None = None) -> None:
         """Stop taking queries, answer every query in flight, then stop the threads.
 
         ``timeout`` (seconds, None: no limit): queries still unanswered then fail with
-        :class:`QueryFailed`."""
+        :class:`QueryFailed`, and the close returns within about ``timeout`` even if a replica
+        is stuck in ``f``: such threads are abandoned, named in a :class:`RuntimeWarning`."""
         with self._gate:
             if self._state != "running":
                 return
@@ -320,6 +366,86 @@ def _check_input(x, spec: list) -> np.ndarray:
     return row
 
 
+def _check_shape(shape, name: str) -> tuple:
+    try:
+        dims = tuple(int(n) for n in shape)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a tuple of non-negative ints, got {shape!r}") from None
+    if any(n < 0 for n in dims) or dims != tuple(shape):
+        raise ValueError(f"{name} must be a tuple of non-negative ints, got {shape!r}")
+    return dims
+
+
+_NUMERIC = "iuf"  # the dtype kinds a result may have: integer, unsigned, floating
+
+
+def _validate(output, spec: tuple) -> tuple[np.ndarray | None, str | None]:
+    """``(row, None)``: a task's output as one answer row of the output spec ``(shape, dtype)``
+    (``dtype`` None: the result's own; else a floating dtype the row is cast to);
+    or ``(None, why)`` when it is not one: not one row, not numeric, not finite, another shape."""
+    try:
+        out = np.asarray(output)
+    except Exception as err:  # an object numpy cannot read
+        return None, f"returned {type(output).__name__}, not an array ({type(err).__name__})"
+    if out.dtype.kind not in _NUMERIC:
+        return None, f"returned a non-numeric result (dtype {out.dtype})"
+    if out.ndim < 1 or out.shape[0] != 1:
+        return None, f"returned shape {out.shape} for one input row"
+    shape, dtype = spec
+    if out.shape[1:] != shape:
+        return None, f"returned a row of shape {out.shape[1:]}, expected {shape}"
+    if out.dtype.kind == "f" and not np.all(np.isfinite(out)):
+        return None, "returned NaN or inf"
+    row = out[0]
+    if dtype is not None and row.dtype != dtype:  # a floating model's own precision
+        row = row.astype(dtype)
+    return row, None
+
+
+def _probe(server: ThreadServer, row: np.ndarray) -> tuple[tuple, np.ndarray]:
+    """``(output spec, f(0))`` from the model's output on zeros of ``row``'s shape and dtype.
+
+    Each distinct callable among the replicas' is probed once; the output shape that most
+    replicas' callables give wins (ties: the first replica's). A declared ``output_shape`` fixes the
+    shape: then nothing is probed, but for ParM's ``f(0)``. ValueError if no probe is usable.
+    The probes run one after another in the submitting thread: a callable that hangs on zeros
+    holds the first submit (declare ``output_shape`` to skip them)."""
+    zeros = np.zeros((1, *row.shape), dtype=row.dtype)
+    declared = server.output_shape
+    if declared is not None and not isinstance(server.scheme, ParM):  # nothing to probe for
+        return (declared, None), None
+    holders: dict[int, int] = {}  # a callable's id -> how many replicas hold it
+    for fn in server.functions:
+        holders[id(fn)] = holders.get(id(fn), 0) + 1
+    probed: set[int] = set()
+    votes: dict[tuple, list] = {}  # (shape, dtype) -> [replicas voting, f(0)]
+    problems = []
+    for r, fn in enumerate(server.functions):
+        if id(fn) in probed:
+            continue
+        probed.add(id(fn))
+        try:
+            out = np.asarray(fn(zeros))
+        except Exception as err:  # a broken replica's probe: outvoted, not fatal
+            problems.append(f"replica {r} raised {type(err).__name__}: {err}")
+            continue
+        shape = out.shape[1:] if out.ndim >= 1 else ()
+        dtype = out.dtype if out.dtype.kind == "f" else None
+        value, why = _validate(out, (declared if declared is not None else shape, dtype))
+        if why is not None:
+            problems.append(f"replica {r} {why}")
+            continue
+        vote = votes.setdefault((value.shape, dtype), [0, value])
+        vote[0] += holders[id(fn)]
+    if not votes:
+        raise ValueError(
+            f"the model's output on a probe input (zeros of shape {row.shape}) is not usable: "
+            + "; ".join(problems)
+        )
+    (shape, dtype), (_, zero) = max(votes.items(), key=lambda item: item[1][0])
+    return (shape, dtype), zero
+
+
 class _LiveRun(_Run):
     """One real-time run: the scheme's ``run`` interface over replica threads; the scheme is
     called and the bookkeeping mutated only under ``mutex`` (by the frontend thread, and by a
@@ -346,7 +472,9 @@ class _LiveRun(_Run):
             else _ServiceDraws(server.service, server.num_replicas, np.random.default_rng(service_seed))
         )
         self.input_spec: list = []
-        self.output_shape: tuple | None = None
+        self.output_spec: tuple | None = None  # (shape, dtype) of an answer row: _probe
+        self.zero = None  # f of a zero input: _probe
+        self.query_timeout = server.query_timeout
         self.q_input: list[np.ndarray] = []
         self.q_future: list[Future] = []
         self.q_value: list = []
@@ -365,7 +493,6 @@ class _LiveRun(_Run):
         self.suspects: set[int] = set()
         self.errors: list[str] = []
         self.master = {"frontend": 0.0, "encode": 0.0, "decode": 0.0}
-        self._zero = None
         self.lock = threading.Lock()  # task states, shared with the replicas
         self.draw_lock = threading.Lock()
         self.events: queue.SimpleQueue = queue.SimpleQueue()
@@ -406,6 +533,7 @@ class _LiveRun(_Run):
         return future
 
     def stop(self, timeout: float | None) -> None:
+        ends = None if timeout is None else time.monotonic() + timeout
         self.events.put(("close",))
         if not self.drained.wait(timeout):
             self.events.put(("abandon",))
@@ -417,8 +545,15 @@ class _LiveRun(_Run):
             q.put(-1)
         self.events.put(("stop",))
         self.frontend.join()
-        for thread in self.threads:
-            thread.join(1.0)  # a replica stuck in f is a daemon thread: left behind
+        for thread in self.threads:  # a replica stuck in f is a daemon thread: left behind
+            thread.join(1.0 if ends is None else max(0.0, min(1.0, ends - time.monotonic())))
+        stuck = [thread.name for thread in self.threads if thread.is_alive()]
+        if stuck:
+            warnings.warn(
+                f"close abandoned {len(stuck)} replica thread(s) still inside f: {', '.join(stuck)}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
         self.backend.close()
 
     # --- the scheme's interface (frontend thread) ---------------------------------------
@@ -475,10 +610,7 @@ class _LiveRun(_Run):
         return self.t_output[task]
 
     def f_zero(self):
-        if self._zero is None:
-            shape, dtype = self.input_spec[0]
-            self._zero = np.asarray(self.server.functions[0](np.zeros((1, *shape), dtype=dtype)))[0]
-        return self._zero
+        return self.zero
 
     def account(self, kind: str, seconds: float) -> None:
         self.master[kind] += seconds
@@ -543,7 +675,10 @@ class _LiveRun(_Run):
                 self.handle(event)
             while heap and heap[0][0] <= self.now:
                 _, _, _, payload = heapq.heappop(heap)
-                self.scheme.timer(self, payload)
+                if type(payload) is tuple and payload and payload[0] is _EXPIRE:
+                    self.expire(payload[1])
+                else:
+                    self.scheme.timer(self, payload)
         except Exception as err:  # a scheme's or a code's error fails its queries, not the server
             self.errors.append(f"{type(err).__name__}: {err}")
             if event is not None and event[0] == "arrive" and self.outcome and self.outcome[-1] == -1:
@@ -567,6 +702,8 @@ class _LiveRun(_Run):
                 (self.q_redispatched, 0),
             ):
                 table.append(value)
+            if self.query_timeout is not None and math.isfinite(self.query_timeout):
+                self.schedule(arrived + self.query_timeout, (_EXPIRE, query))
             self.scheme.arrive(self, query)
         elif kind == "done":
             _, task, output, why, busy, lost = event
@@ -583,15 +720,10 @@ class _LiveRun(_Run):
                 self.busy[replica] += busy
                 self.served[replica] += 1
             self._load(replica, -1)
-            if why is None and (
-                self.output_shape is None or output.shape == self.output_shape or self.t_fn[task]
-            ):
-                if self.t_fn[task] is None:
-                    self.output_shape = output.shape
+            if why is None:  # validated on the replica's thread (_validate)
                 self.t_output[task] = output
                 self.scheme.done(self, task)
             else:
-                why = why or f"output of shape {output.shape}, expected {self.output_shape}"
                 self.failed_tasks += 1
                 self.failures.append((task, replica, why))
                 if self.t_query[task] >= 0:
@@ -643,9 +775,23 @@ class _LiveRun(_Run):
         avoid = self.dead | set(exclude)
         return super().pick(avoid if len(avoid) < self.num_replicas else self.dead)
 
-    def fail(self, query: int, why: str) -> None:
+    def fail(self, query: int, why: str, error=QueryFailed) -> None:
         self.answered_at[query], self.outcome[query] = self.now, -2
-        self.q_future[query].set_exception(QueryFailed(f"query {query}: {why}"))
+        self.q_future[query].set_exception(error(f"query {query}: {why}"))
+
+    def expire(self, query: int) -> None:
+        """``query_timeout`` after ``query``'s submit: fail it if it is still unanswered."""
+        if self.outcome[query] != -1:
+            return
+        states = {_QUEUED: "queued", _RUNNING: "running", _DONE: "done", _CANCELLED: "cancelled"}
+        tasks = [
+            f"task {t} ({_ROLES[self.t_role[t]]}) on replica {self.t_replica[t]}: {states[self.t_state[t]]}"
+            for t in self.q_tasks[query]
+        ]
+        timeout = f"{self.query_timeout:g} units ({self.query_timeout * self.unit:.3g} s)"
+        self.fail(query, f"not answered within query_timeout={timeout}; " + "; ".join(tasks), QueryTimeout)
+        for task in self.q_tasks[query]:
+            self.cancel(task)
 
     # --- a replica (its own thread) -----------------------------------------------------
     def serve(self, replica: int) -> None:
@@ -674,13 +820,8 @@ class _LiveRun(_Run):
             x = self.q_input[query] if query >= 0 else self.t_input[task]
             output, why = None, None
             try:
-                output = np.asarray(backend.call(replica, self.t_fn[task], x[None], delay))
-                if output.ndim < 1 or output.shape[0] != 1:
-                    why = f"returned shape {output.shape} for one input row"
-                elif np.issubdtype(output.dtype, np.number) and not np.all(np.isfinite(output)):
-                    why = "returned NaN or inf"
-                else:
-                    output = output[0]
+                output = backend.call(replica, self.t_fn[task], x[None], delay)
+                output, why = _validate(output, self.output_spec)
             except ReplicaLost as err:
                 lost = why = f"replica {replica} lost ({err})"
             except Exception as err:  # a failing replica is a straggler, never a crash
@@ -715,13 +856,15 @@ class _LiveRun(_Run):
 
     # --- the record ---------------------------------------------------------------------
     def record(self, name: str) -> ServingRecord:
+        """The record; pure (a view of the run is closed at the horizon, the run is not)."""
+        view = copy.copy(self)
         ends = [t + s for t, s in zip(self.t_start, self.t_service, strict=True) if not math.isnan(t)]
-        self.now = max([self.now, *ends])
-        self.arrivals = np.asarray(self.arrivals, dtype=np.float64)
+        view.now = max([self.now, *ends])
+        view.area, view.changed = list(self.area), list(self.changed)
+        view.arrivals = np.asarray(self.arrivals, dtype=np.float64)
         failed = np.array(self.outcome, dtype=np.int64) == -2
-        outcome = self.outcome
-        self.outcome = [o if o >= 0 else -1 for o in outcome]
-        record = super().record(name)
+        view.outcome = [o if o >= 0 else -1 for o in self.outcome]
+        record = _Run.record(view, name)
         record.failed = failed
         record.exact = np.array(self.q_exact, dtype=bool) & ~failed
         good = [v for v in self.q_value if v is not None]
