@@ -218,7 +218,7 @@ class RayServer(ThreadServer):
 
     Parameters
     ----------
-    f, num_replicas, scheme, service, time_unit, balancer, cancel, seed
+    f, num_replicas, scheme, service, time_unit, balancer, cancel, seed, query_timeout, output_shape
         As for :class:`~codedcomputing.serving.ThreadServer`; ``f`` (and ParM's ``parity_f``)
         must pickle (cloudpickle). The injected service draw is slept in the actor.
     address : str or None, default None
@@ -262,6 +262,8 @@ class RayServer(ThreadServer):
         balancer: str = "p2c",
         cancel=True,
         seed=0,
+        query_timeout: float | None = None,
+        output_shape=None,
     ):
         super().__init__(
             f,
@@ -272,6 +274,8 @@ class RayServer(ThreadServer):
             balancer=balancer,
             cancel=cancel,
             seed=seed,
+            query_timeout=query_timeout,
+            output_shape=output_shape,
         )
         if address is not None and not isinstance(address, str):
             raise ValueError(f"address must be a Ray address string or None, got {address!r}")
