@@ -228,3 +228,47 @@ def test_record_is_pure():
 def test_constructors_name_what_they_reject(build, match):
     with pytest.raises(ValueError, match=match):
         build()
+
+
+# --- queue-aware decoding -------------------------------------------------------------------
+
+BURST_SERVICE = cc.runtime.delays.Bimodal(base=1.0, p=0.0, slowdown=10.0)  # no straggler at all
+
+
+@pytest.mark.parametrize(("rule", "decoded_at_least"), [("straggling", 0), ("group", 40)])
+def test_a_burst_without_stragglers_is_answered_by_its_own_tasks(rule, decoded_at_least):
+    # 64 queries at once on 4 replicas with a 4 + 2 code (``coded serve``'s defaults): they
+    # queue 16 deep. The group rule (decode tau after the group's close) decoded 47 of them;
+    # the straggling rule decodes a query only when its own task runs late, or waits behind
+    # one that does, so a queue alone decodes nothing.
+    server = serving.SimulatedServer(4, BURST_SERVICE, seed=0)
+    scheme = serving.Coded(cc.BACC(4, 6, systematic=True), tau=1.5, rule=rule)
+    counts = server.run(scheme, np.zeros(64)).counts()
+    if rule == "straggling":
+        assert counts["own"] == 64 and counts["decoded"] == 0
+    else:
+        assert counts["decoded"] >= decoded_at_least
+
+
+def test_a_straggling_task_is_decoded_once_it_is_late_and_the_parities_had_their_time():
+    # Four queries at 0 on six replicas (jsq: one task each, the two parities on the others),
+    # every task 1 unit but query 0's, 10: query 0 is decoded at max(start + tau, close + tau)
+    # = 1.5, the others answer themselves at 1.
+    def run(latencies):
+        server = serving.SimulatedServer(6, cc.runtime.delays.Trace(latencies), balancer="jsq", seed=0)
+        return server.run(serving.Coded(cc.BACC(4, 6, systematic=True), tau=1.5), np.zeros(4))
+
+    latencies = np.ones((2, 6))
+    placed = run(latencies).tasks
+    latencies[0, placed["replica"][placed["query"] == 0][0]] = 10.0  # the same placement again
+    record = run(latencies)
+    decoded = record.outcome == serving.OUTCOMES.index("decoded")
+    assert decoded.tolist() == [True, False, False, False]
+    assert record.answered_at.tolist() == pytest.approx([1.5, 1.0, 1.0, 1.0])
+
+
+def test_the_rule_is_named_and_checked():
+    code = cc.BACC(4, 6, systematic=True)
+    assert serving.Coded(code, tau=1.0).rule == "straggling"
+    with pytest.raises(ValueError, match="rule must be one of"):
+        serving.Coded(code, tau=1.0, rule="sometimes")

@@ -54,7 +54,9 @@ class Scheme(ABC):
     ``answer(query, outcome, replica, task=-1, value=None, exact=True)`` (True when this
     answered it; later calls are ignored; a live backend answers with ``task``'s output or
     ``value``), ``answered(query)``, ``schedule(time, payload)`` (calls ``timer(run,
-    payload)`` then), ``outcome_of(task)``; live only: ``input(query)``, ``output(task)``,
+    payload)`` then), ``outcome_of(task)``, ``late_at(task, threshold)`` (when the task is,
+    or at the earliest will be, running longer than ``threshold`` or queued behind one that
+    is); live only: ``input(query)``, ``output(task)``,
     ``f_zero()`` (``f`` of a zero input), ``account(kind, seconds)`` (the master's work); and
     per task ``t_replica``, ``t_query``, ``t_group``, ``t_index``, per query ``q_tasks`` (its
     tasks, its primary first). A scheme holds the state of one run (``prepare`` resets it):
@@ -77,6 +79,10 @@ class Scheme(ABC):
 
     def done(self, run, task: int) -> None:
         run.answer(run.t_query[task], run.outcome_of(task), run.t_replica[task], task)
+
+    def failed(self, run, task: int) -> None:  # noqa: B027 - a hook
+        """Live backends: ``task`` ended without a usable result (it raised, returned an invalid
+        result, or was lost with its replica)."""
 
     def flush(self, run) -> None:  # noqa: B027 - a hook
         """No more queries will arrive (a live backend closing): close what waits for more."""
@@ -356,18 +362,23 @@ class Coded(_Grouped):
     - its own (systematic) task's result: ``f(x_q)``, exact;
     - a decode of its group from every result of the group arrived by then (systematic and
       parity), once the group is closed and holds at least the code's ``min_results``
-      results, at the first of: ``tau`` seconds after the close (the parities' dispatch),
-      or ``wait_for`` results of the group in (``None``: no early decode). A deadline that
-      finds too few results decodes at the result that makes it possible.
+      results, when the **rule** says q is due; or once ``wait_for`` results of the group are
+      in (``None``: no such early decode). A query due while too few results are in is
+      decoded at the result that makes it possible.
 
-    That is :meth:`~codedcomputing.runtime.CodedExecutor.run_queries`' rule with its clock
-    starting when the group's last tasks go out: with a whole group arriving at once on idle
-    replicas the two coincide, and the group's last query (whose arrival closes a full group)
-    waits ``tau`` after its own dispatch. (A deadline counted from each query's arrival
-    would decode early queries from a handful of results, before the parities could be
-    back.) So a query waits at most about ``max_group_wait + tau`` plus the time for
-    ``min_results`` results. ``tau = 0`` decodes at the close whatever is in; ``math.inf``
-    with ``wait_for=None`` never decodes.
+    ``rule="straggling"`` (the default, queue-aware): q is due once its own task is *visibly
+    straggling*, running for longer than ``tau`` or queued behind a task that is
+    (the run's ``late_at``), and ``tau`` has passed since
+    the group's close (the parities' time to come back); a query whose own task failed is
+    due at once. Queueing alone never makes a query due: 64 queries at once on 4 replicas,
+    with no straggler, are all answered by their own tasks (the group rule decoded 47 of them).
+    ``rule="group"`` (the rule before it): every unanswered query of the group is due ``tau``
+    after the group's close, whatever its own task is doing; that is
+    :meth:`~codedcomputing.runtime.CodedExecutor.run_queries`' rule with its clock starting
+    when the group's last tasks go out. ``tau`` is in the server's clock units: with the
+    straggling rule, about 1.5 times a normal task's service time separates stragglers from
+    normal tasks (the experiments' setting; ``docs/serving.rst``). ``tau = math.inf`` decodes
+    only the queries whose own task failed.
 
     A group closed with m < K queries uses the same code built for ``m`` inputs and
     ``m + N - K`` workers (``type(code)(**code.get_params())`` with those counts, cached),
@@ -384,8 +395,16 @@ class Coded(_Grouped):
 
     name = "coded"
 
+    RULES = ("straggling", "group")
+
     def __init__(
-        self, code: Code, tau: float, *, max_group_wait: float = math.inf, wait_for: int | None = None
+        self,
+        code: Code,
+        tau: float,
+        *,
+        max_group_wait: float = math.inf,
+        wait_for: int | None = None,
+        rule: str = "straggling",
     ):
         if not isinstance(code, Code):
             raise ValueError(f"code must be a codedcomputing code, got {code!r}")
@@ -409,6 +428,9 @@ class Coded(_Grouped):
         if wait_for is not None:
             wait_for = check_count(wait_for, "wait_for", max(1, code.min_results), code.num_workers)
         self.wait_for = wait_for
+        if rule not in self.RULES:
+            raise ValueError(f"rule must be one of {self.RULES}, got {rule!r}")
+        self.rule = rule
         self._codes: dict[int, Code] = {code.num_inputs: code}
 
     def check(self, num_replicas):
@@ -441,15 +463,21 @@ class Coded(_Grouped):
     def prepare(self, arrivals):
         super().prepare(arrivals)
         self.min_results: list[int] = []
-        self.due: list[bool] = []
+        self.due: list[bool] = []  # rule "group": the group's deadline passed
+        self.late: set[int] = set()  # rule "straggling": queries seen straggling, not yet answered
+        self.closed_at: list[float] = []
+        self.checking: set[int] = set()  # rule "straggling": groups with a check still to fire
         self.bound: dict[int, tuple] = {}  # live: group -> (its bound code, its parity workers)
         self._plans: dict[int, tuple] = {}  # live: group size -> its encode plan (``_plan``)
 
     def _opened(self, run, group):
         self.min_results.append(0)
         self.due.append(False)
+        self.closed_at.append(math.nan)
 
     def _waiting(self, group):
+        if self.rule == "straggling":
+            return group in self.checking
         return math.isfinite(self.tau) and not self.due[group]
 
     def _plan(self, size):
@@ -517,22 +545,66 @@ class Coded(_Grouped):
 
     def _closed(self, run, group):
         self.min_results[group] = self.code_for(len(self.members[group])).min_results
+        self.closed_at[group] = run.now
+        if self.rule == "straggling":
+            if self.unanswered[group]:
+                self._check(run, group)
+            return
         if math.isfinite(self.tau):
             run.schedule(run.now + self.tau, ("deadline", group))
         if self.unanswered[group]:
             self._try_decode(run, group)
 
     def _deadline(self, run, group):
+        if self.rule == "straggling":
+            self.checking.discard(group)
+            if self.unanswered[group]:
+                self._check(run, group)
+            return
         self.due[group] = True
         if self.unanswered[group]:
             self._try_decode(run, group)
 
+    def failed(self, run, task):
+        group, query = run.t_group[task], run.t_query[task]
+        if self.rule == "straggling" and query >= 0 and self.closed[group] and not run.answered(query):
+            self._check(run, group)  # its own task is gone: late now
+
+    def _check(self, run, group):
+        """Rule ``"straggling"``: mark the group's unanswered queries whose own task is visibly
+        straggling (:meth:`late_at` by ``tau``), decode them if the group's results allow it,
+        and set a check for when the next of the others could be."""
+        upcoming = math.inf
+        opens = self.closed_at[group] + self.tau  # the parities' time to come back
+        for query in self.members[group]:
+            if run.answered(query) or query in self.late:
+                continue
+            at = run.late_at(run.q_tasks[query][0], self.tau)
+            if at > -math.inf:  # a query whose task failed is due at once; others wait for the parities
+                at = max(at, opens)
+            if at <= run.now:
+                self.late.add(query)
+            else:
+                upcoming = min(upcoming, at)
+        if math.isfinite(upcoming):
+            self.checking.add(group)
+            run.schedule(upcoming, ("deadline", group))
+        self._try_decode(run, group)
+
     def _try_decode(self, run, group):
         count = len(self.arrived[group])
-        if count >= self.min_results[group] and (
-            self.due[group] or (self.wait_for is not None and count >= self.wait_for)
-        ):
+        if count < self.min_results[group]:
+            return
+        if self.wait_for is not None and count >= self.wait_for:
             self._decode(run, group, self.members[group])
+        elif self.rule == "group":
+            if self.due[group]:
+                self._decode(run, group, self.members[group])
+        else:
+            late = [query for query in self.members[group] if query in self.late]
+            if late:
+                self.late.difference_update(late)
+                self._decode(run, group, late)
 
     def outputs(self, record, inputs, f):
         own = _own_outputs(inputs, f)
@@ -565,7 +637,7 @@ class Coded(_Grouped):
     def __repr__(self) -> str:
         return (
             f"Coded({self.code!r}, tau={self.tau:g}, max_group_wait={self.max_group_wait:g}, "
-            f"wait_for={self.wait_for})"
+            f"wait_for={self.wait_for}, rule={self.rule!r})"
         )
 
 

@@ -353,6 +353,28 @@ class _Run:
     def answered(self, query: int) -> bool:
         return self.outcome[query] >= 0
 
+    def late_at(self, task: int, threshold: float) -> float:
+        """When ``task`` is (or at the earliest will be) *visibly straggling*: running for longer
+        than ``threshold``, or queued behind a task that is. ``-inf`` for a task that ended
+        without a usable result (failed or lost), ``inf`` for one that is done or cancelled.
+
+        Queueing alone never makes a task late: a task queued behind tasks of normal length
+        is on time, however long the queue (a burst)."""
+        state = self.t_state[task]
+        if state == _RUNNING:
+            start = self.t_start[task]
+            return (self.now if math.isnan(start) else start) + threshold
+        if state == _QUEUED:
+            head = self.running[self.t_replica[task]]
+            if head >= 0 and head != task and not math.isnan(self.t_start[head]):
+                return self.t_start[head] + threshold
+            return self.now + threshold
+        return math.inf if self.usable(task) else -math.inf
+
+    def usable(self, task: int) -> bool:
+        """Whether a task that is no longer pending gave a result (the simulated clock's always do)."""
+        return self.t_state[task] != _CANCELLED
+
     def schedule(self, time: float, payload) -> None:
         heapq.heappush(self.heap, (time, 1, self.seq, payload))
         self.seq += 1

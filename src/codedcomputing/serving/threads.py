@@ -609,6 +609,9 @@ class _LiveRun(_Run):
     def output(self, task: int):
         return self.t_output[task]
 
+    def usable(self, task: int) -> bool:
+        return self.t_output[task] is not None
+
     def f_zero(self):
         return self.zero
 
@@ -726,6 +729,7 @@ class _LiveRun(_Run):
             else:
                 self.failed_tasks += 1
                 self.failures.append((task, replica, why))
+                self.scheme.failed(self, task)
                 if self.t_query[task] >= 0:
                     self.suspects.add(self.t_query[task])
         elif kind == "close":
@@ -812,6 +816,7 @@ class _LiveRun(_Run):
                 continue
             began = time.perf_counter()
             self.t_start[task] = (began - self.t0) / self.unit
+            self.running[replica] = task  # read by late_at (a list item: one store, atomic)
             delay = 0.0
             if self.draws is not None:
                 with self.draw_lock:
@@ -827,6 +832,7 @@ class _LiveRun(_Run):
             except Exception as err:  # a failing replica is a straggler, never a crash
                 why = f"raised {type(err).__name__}: {err}"
             busy = (time.perf_counter() - began) / self.unit
+            self.running[replica] = -1
             self.post(("done", task, output, why, busy, lost is not None))
             if lost is not None and self.replace_lost(replica, lost):
                 lost = None
