@@ -72,7 +72,7 @@ EXPORTS = {
     "codedcomputing.runtime.record": {"Gathered", "WorkerRecord"},
     "codedcomputing.serving": {
         "OUTCOMES", "SCHEMES", "Answer", "Coded", "Hedge", "Interference", "NoRedundancy", "ParM",
-        "QueryFailed", "RayServer", "ReplicaLost", "Replication", "Scheme", "ServingRecord",
+        "QueryFailed", "QueryTimeout", "RayServer", "ReplicaLost", "Replication", "Scheme", "ServingRecord",
         "SimulatedServer", "ThreadServer", "bursty_arrivals", "can_pin", "drive", "make_scheme",
         "mean_service", "poisson_arrivals",
     },

@@ -265,3 +265,34 @@ def test_recorded_trace_replays_the_measured_latencies(tmp_path):
     expected = latencies.copy()
     expected[:, 2] = 0.05  # the hung worker never arrived: replayed as the slowest latency
     np.testing.assert_allclose(replayed, expected)
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        D.ShiftedExponential(scale=0.5, rate=2.0),
+        D.AdditiveExponential(mean=0.3),
+        D.Pareto(scale=1.0, alpha=3.5),
+        D.Bimodal(base=1.0, p=0.05, slowdown=10.0, jitter=0.2),
+        D.BurstyMarkov(base=1.0, p_slow=0.02, p_recover=0.2, slowdown=5.0),
+        D.Trace([[0.1, 0.5, 0.2], [0.4, 0.3, 0.9]]),
+    ],
+    ids=lambda m: type(m).__name__,
+)
+def test_mean_delay_is_the_mean_of_many_draws(model):
+    # the closed form against the models' own draws (BurstyMarkov: many calls, so its chain mixes)
+    rng = np.random.default_rng(11)
+    draws = np.concatenate([model.sample(200, rng) for _ in range(2_000)])
+    spread = draws.std() / np.sqrt(draws.size)
+    assert abs(draws.mean() - model.mean_delay()) < 6 * spread + 1e-12
+
+
+def test_mean_delay_is_infinite_for_a_pareto_without_a_mean_and_missing_for_a_model_without_one():
+    assert D.Pareto(scale=1.0, alpha=1.0).mean_delay() == np.inf
+
+    class Mine(D.DelayModel):
+        def _sample(self, num_workers, rng):
+            return np.ones(num_workers)
+
+    with pytest.raises(NotImplementedError, match="Mine defines no mean_delay"):
+        Mine().mean_delay()

@@ -16,6 +16,7 @@ cluster's ``seed`` fixes every delay.
 from __future__ import annotations
 
 import csv
+import math
 from abc import ABC, abstractmethod
 from pathlib import Path
 
@@ -44,6 +45,12 @@ class DelayModel(ABC):
     def reset(self) -> None:  # noqa: B027 - a hook: models without memory have nothing to reset
         """Forget any state carried between calls (models without memory have none)."""
 
+    def mean_delay(self) -> float:
+        """The mean of one draw, in closed form (``inf`` where it does not exist). A model of
+        your own defines it to be used where a mean is needed (a stream's offered load).
+        Not ``mean``: :class:`AdditiveExponential`'s parameter has that name."""
+        raise NotImplementedError(f"{type(self).__name__} defines no mean_delay()")
+
     @abstractmethod
     def _sample(self, num_workers: int, rng: np.random.Generator) -> np.ndarray: ...
 
@@ -63,6 +70,9 @@ class ShiftedExponential(DelayModel):
     def _sample(self, num_workers, rng):
         return self.scale * (1.0 + rng.exponential(1.0 / self.rate, num_workers))
 
+    def mean_delay(self) -> float:
+        return self.scale * (1.0 + 1.0 / self.rate)
+
     def __repr__(self) -> str:
         return f"ShiftedExponential(scale={self.scale:g}, rate={self.rate:g})"
 
@@ -75,6 +85,9 @@ class AdditiveExponential(DelayModel):
 
     def _sample(self, num_workers, rng):
         return rng.exponential(self.mean, num_workers)
+
+    def mean_delay(self) -> float:
+        return self.mean
 
     def __repr__(self) -> str:
         return f"AdditiveExponential(mean={self.mean:g})"
@@ -93,6 +106,9 @@ class Pareto(DelayModel):
 
     def _sample(self, num_workers, rng):
         return self.scale * (1.0 + rng.pareto(self.alpha, num_workers))
+
+    def mean_delay(self) -> float:
+        return math.inf if self.alpha <= 1 else self.scale * self.alpha / (self.alpha - 1.0)
 
     def __repr__(self) -> str:
         return f"Pareto(scale={self.scale:g}, alpha={self.alpha:g})"
@@ -114,6 +130,9 @@ class Bimodal(DelayModel):
     def _sample(self, num_workers, rng):
         slow = rng.random(num_workers) < self.p
         return self.base * np.where(slow, self.slowdown, 1.0) * (1.0 + self.jitter * rng.random(num_workers))
+
+    def mean_delay(self) -> float:
+        return self.base * (1.0 + (self.slowdown - 1.0) * self.p) * (1.0 + self.jitter / 2.0)
 
     def __repr__(self) -> str:
         return f"Bimodal(base={self.base:g}, p={self.p:g}, slowdown={self.slowdown:g})"
@@ -165,6 +184,10 @@ class BurstyMarkov(DelayModel):
             * np.where(self._slow, self.slowdown, 1.0)
             * (1.0 + self.jitter * rng.random(num_workers))
         )
+
+    def mean_delay(self) -> float:
+        """The long-run mean (the chain at its stationary slow fraction)."""
+        return self.base * (1.0 + (self.slowdown - 1.0) * self.slow_fraction) * (1.0 + self.jitter / 2.0)
 
     def __repr__(self) -> str:
         return (
@@ -249,6 +272,10 @@ class Trace(DelayModel):
             columns = np.arange(num_workers) % width
         self._call += 1
         return row[columns].copy()
+
+    def mean_delay(self) -> float:
+        """The mean of the recorded latencies."""
+        return float(self.latencies.mean())
 
     def __repr__(self) -> str:
         calls, width = self.latencies.shape

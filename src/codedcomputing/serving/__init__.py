@@ -27,12 +27,13 @@ model shipped once through the object store): a replica lost with its node loses
 of Ray or HTTP: backends and endpoints sit on top.
 """
 
+from .arrivals import bursty_arrivals, mean_service, poisson_arrivals
 from .interference import Interference, can_pin
-from .load import bursty_arrivals, drive
+from .load import drive
 from .ray_server import RayServer
 from .records import OUTCOMES, ServingRecord
 from .schemes import SCHEMES, Coded, Hedge, NoRedundancy, ParM, Replication, Scheme, make_scheme
-from .server import SimulatedServer, mean_service, poisson_arrivals
+from .server import SimulatedServer
 from .threads import Answer, QueryFailed, QueryTimeout, ReplicaLost, ThreadServer
 
 __all__ = [

@@ -38,20 +38,19 @@ from collections import deque
 
 import numpy as np
 
-from .._validation import check_choice, check_count, check_flag, check_number, check_rng, check_seed
+from .._validation import check_choice, check_count, check_flag, check_seed
 from ..runtime.delays import (
     AdditiveExponential,
     Bimodal,
-    BurstyMarkov,
     DelayModel,
     Pareto,
     ShiftedExponential,
-    Trace,
 )
+from .arrivals import check_arrivals as _check_arrivals
 from .records import OUTCOMES, ServingRecord
 from .schemes import COPY, HEDGE, PRIMARY, Scheme
 
-__all__ = ["BALANCERS", "SimulatedServer", "mean_service", "poisson_arrivals"]
+__all__ = ["BALANCERS", "SimulatedServer"]
 
 BALANCERS = ("p2c", "jsq")
 _MEMORYLESS = (ShiftedExponential, AdditiveExponential, Pareto, Bimodal)
@@ -61,44 +60,6 @@ _OUTCOME_OF_ROLE = {
     COPY: OUTCOMES.index("replica"),
     HEDGE: OUTCOMES.index("hedge"),
 }
-
-
-def mean_service(service: DelayModel) -> float:
-    """The mean of one draw of ``service`` (closed forms; a trace's mean latency).
-
-    ShiftedExponential ``scale (1 + 1 / rate)``; AdditiveExponential ``mean``; Pareto
-    ``scale alpha / (alpha - 1)`` (infinite for ``alpha <= 1``); Bimodal and BurstyMarkov
-    ``base (1 + (slowdown - 1) s) (1 + jitter / 2)`` with ``s`` the slow fraction.
-    """
-    if isinstance(service, ShiftedExponential):
-        return service.scale * (1.0 + 1.0 / service.rate)
-    if isinstance(service, AdditiveExponential):
-        return service.mean
-    if isinstance(service, Pareto):
-        return math.inf if service.alpha <= 1 else service.scale * service.alpha / (service.alpha - 1.0)
-    if isinstance(service, (Bimodal, BurstyMarkov)):
-        slow = service.p if isinstance(service, Bimodal) else service.slow_fraction
-        return service.base * (1.0 + (service.slowdown - 1.0) * slow) * (1.0 + service.jitter / 2.0)
-    if isinstance(service, Trace):
-        return float(service.latencies.mean())
-    raise ValueError(f"service must be one of codedcomputing.runtime.delays' models, got {service!r}")
-
-
-def poisson_arrivals(num_queries: int, utilisation: float, num_replicas: int, service: DelayModel, rng):
-    """``(num_queries,)`` sorted arrival times of a Poisson stream at the offered load ``utilisation``.
-
-    Offered load = arrival rate x mean service time / replicas, so the rate is
-    ``utilisation * num_replicas / mean_service(service)``: the busy fraction each replica
-    would have with no redundancy. Redundant work (copies, hedges, parities) comes on top.
-    """
-    num_queries = check_count(num_queries, "num_queries", 1)
-    utilisation = check_number(utilisation, "utilisation", low=0.0, low_open=True)
-    num_replicas = check_count(num_replicas, "num_replicas", 1)
-    mean = mean_service(service)
-    if not math.isfinite(mean):
-        raise ValueError(f"service has an infinite mean ({service!r}): no utilisation can be stated")
-    rate = utilisation * num_replicas / mean
-    return np.cumsum(check_rng(rng).exponential(1.0 / rate, num_queries))
 
 
 class SimulatedServer:
@@ -180,20 +141,6 @@ class SimulatedServer:
             f"SimulatedServer({self.num_replicas} replicas, {self.service!r}, balancer={self.balancer!r}, "
             f"cancel={self.cancel}, seed={self.seed})"
         )
-
-
-def _check_arrivals(arrivals) -> np.ndarray:
-    try:
-        times = np.asarray(arrivals, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"arrivals must be a 1-D array of times, got {arrivals!r}") from None
-    if times.ndim != 1 or times.size == 0:
-        raise ValueError(f"arrivals must be a non-empty 1-D array of times, got shape {times.shape}")
-    if not np.all(np.isfinite(times)) or np.any(times < 0):
-        raise ValueError("arrivals must be finite times >= 0")
-    if np.any(np.diff(times) < 0):
-        raise ValueError("arrivals must be sorted (query q is the q-th to arrive)")
-    return times
 
 
 class _ServiceDraws:
