@@ -160,7 +160,7 @@ def node_loss(args) -> None:
                 arrivals = serving.poisson_arrivals(150, 0.3, 4, service, rng=run)
                 inputs = np.random.default_rng(run).normal(size=(150, 16))
                 server = serving.RayServer(
-                    f, 4, scheme, actor_options=placement, service=service, time_unit=unit
+                    f, 4, scheme, actor_options=placement, service=service, time_unit=unit, keep_record=True
                 )
                 server.start(last_query=149)
                 removed = []

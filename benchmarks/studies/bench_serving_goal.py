@@ -206,7 +206,9 @@ def designs_grid(hedge_delay: float):
                 grid["close"].append(
                     (
                         f"K={k} tau={tau} wait={wait}",
-                        lambda k=k, tau=tau, wait=wait: Coded(bacc(k), tau, max_group_wait=wait),
+                        lambda k=k, tau=tau, wait=wait: Coded(
+                            bacc(k), tau, max_group_wait=wait, rule="group"
+                        ),
                     )
                 )
         for tau in (2.0, 2.5, 3.0, 4.0, 5.0):
@@ -233,7 +235,9 @@ def designs_grid(hedge_delay: float):
             grid["hedged"].append(
                 (
                     f"K={k} tau={tau} hedge={hedge_delay:g}",
-                    lambda k=k, tau=tau: HedgedCoded(bacc(k), tau, hedge_delay, max_group_wait=1.0),
+                    lambda k=k, tau=tau: HedgedCoded(
+                        bacc(k), tau, hedge_delay, max_group_wait=1.0, rule="group"
+                    ),
                 )
             )
     return grid

@@ -90,7 +90,7 @@ def test_one_replica_serves_its_queue_first_in_first_out(frontend):
     service = cc.runtime.delays.Bimodal(base=0.5, p=0.0, slowdown=1.0)
     inputs = np.random.default_rng(4).normal(size=(15, 4))
     server = serving.ThreadServer(
-        f, 1, serving.NoRedundancy(), service=service, time_unit=UNIT, frontend=frontend
+        f, 1, serving.NoRedundancy(), service=service, time_unit=UNIT, frontend=frontend, keep_record=True
     )
     with server:
         futures = [server.submit(x) for x in inputs]

@@ -43,10 +43,10 @@ def test_live_encode_and_decode_match_the_codes_checked_ones(code, size):
     inputs = rng.normal(size=(size, 2, 3)).astype(np.float32)
     run = _Frontend(inputs)
     group = 0
-    scheme.members.append(list(range(size)))
-    scheme.position.extend(range(size))
+    scheme.members[group] = list(range(size))
+    scheme.position.update((q, q) for q in range(size))
     for table in (scheme.arrived, scheme.results):
-        table.append([])
+        table[group] = []
     parities = scheme.parities
     coded = np.stack([x for x, _ in scheme._parity_inputs(run, group, parities)])
     bound, workers = scheme.bound[group]

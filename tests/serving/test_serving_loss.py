@@ -152,7 +152,9 @@ def test_a_failing_f_is_not_redispatched():
         raise RuntimeError("replica 0 is broken")
 
     inputs = np.random.default_rng(5).normal(size=(10, 4))
-    server = serving.ThreadServer([broken, linear], 2, serving.NoRedundancy(), time_unit=UNIT, seed=0)
+    server = serving.ThreadServer(
+        [broken, linear], 2, serving.NoRedundancy(), time_unit=UNIT, seed=0, keep_record=True
+    )
     with server:
         futures = [server.submit(x) for x in inputs]
     record = server.record()

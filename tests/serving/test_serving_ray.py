@@ -182,7 +182,7 @@ def test_parm_ships_its_parity_function_once_per_actor(cluster, tmp_path):
 
     scheme = serving.ParM(2, max_group_wait=3.0, parity_f=ParityOnce(str(tmp_path / "unpickled")))
     server = serving.RayServer(
-        linear, 3, scheme, actor_options=on("node0"), time_unit=UNIT, cancel=False, seed=0
+        linear, 3, scheme, actor_options=on("node0"), time_unit=UNIT, cancel=False, seed=0, keep_record=True
     )  # no cancel: every parity task runs
     inputs = np.random.default_rng(6).normal(size=(30, 4))
     with server:
@@ -224,6 +224,7 @@ def test_a_node_lost_mid_stream_loses_no_query(cluster, scheme):
         time_unit=UNIT,
         replace=replace,
         replace_options=on("node0"),
+        keep_record=True,
     )
     server.start(last_query=149)
 
@@ -235,7 +236,7 @@ def test_a_node_lost_mid_stream_loses_no_query(cluster, scheme):
         while time.monotonic() < deadline:
             run = server._run  # the live run's task table (internal: the test needs its timing)
             with run.lock:
-                states = list(zip(run.t_state, run.t_replica, run.t_query, strict=False))
+                states = [(run.t_state[t], run.t_replica[t], run.t_query[t]) for t in list(run.t_state)]
             if any(state == RUNNING and replica < 2 and query >= 0 for state, replica, query in states):
                 break
             time.sleep(0.002)

@@ -71,7 +71,9 @@ def test_every_query_is_answered_once_exact_answers_are_f_and_decodes_are_the_co
 def test_submit_resolves_futures_and_close_drains_queries_in_flight():
     service = cc.runtime.delays.Bimodal(base=2.0, p=0.0, slowdown=1.0)  # 20 ms a task
     inputs = np.random.default_rng(3).normal(size=(12, 4))
-    with serving.ThreadServer(f, 3, serving.NoRedundancy(), service=service, time_unit=UNIT) as server:
+    with serving.ThreadServer(
+        f, 3, serving.NoRedundancy(), service=service, time_unit=UNIT, keep_record=True
+    ) as server:
         futures = [server.submit(x) for x in inputs]
         assert not all(future.done() for future in futures)  # 12 tasks of 20 ms on 3 replicas
     # __exit__ closed it: every query in flight was answered first
@@ -88,7 +90,7 @@ def test_submit_resolves_futures_and_close_drains_queries_in_flight():
 def test_a_group_left_open_at_close_is_flushed_and_decoded_or_answered():
     scheme = serving.Coded(cc.BACC(4, 6, systematic=True), tau=0.0)  # infinite group wait
     inputs = np.random.default_rng(4).normal(size=(3, 4))
-    with serving.ThreadServer(f, 6, scheme, time_unit=UNIT) as server:
+    with serving.ThreadServer(f, 6, scheme, time_unit=UNIT, keep_record=True) as server:
         futures = [server.submit(x) for x in inputs]
     assert all(future.done() for future in futures)
     assert server.record().counts()["failed"] == 0
@@ -284,7 +286,7 @@ def test_close_with_a_timeout_fails_the_queries_a_hung_replica_holds():
 
     # output_shape declared: nothing is probed (a probe of ``hangs`` would hold the first submit)
     server = serving.ThreadServer(
-        [hangs, f], 2, serving.NoRedundancy(), balancer="jsq", seed=0, output_shape=(3,)
+        [hangs, f], 2, serving.NoRedundancy(), balancer="jsq", seed=0, output_shape=(3,), keep_record=True
     ).start()
     try:
         futures = [server.submit(x) for x in np.eye(4)[:2]]  # jsq: one query on each replica
@@ -301,7 +303,9 @@ def test_close_with_a_timeout_fails_the_queries_a_hung_replica_holds():
 
 
 def test_a_server_closed_without_queries_records_an_empty_run():
-    server = serving.ThreadServer(f, 2, serving.Coded(cc.BACC(2, 3, systematic=True), tau=1.0)).start()
+    server = serving.ThreadServer(
+        f, 2, serving.Coded(cc.BACC(2, 3, systematic=True), tau=1.0), keep_record=True
+    ).start()
     server.close()
     record = server.record()
     assert record.num_queries == 0 and record.counts()["own"] == 0 and record.failed_tasks == 0

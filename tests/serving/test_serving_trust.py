@@ -59,7 +59,9 @@ def test_a_faulty_replica_never_answers_and_never_sets_the_shape(faulty):
         time.sleep(0.01)
         return f(x)
 
-    server = serving.ThreadServer([faulty, later, later], 3, serving.Replication(copies=3), seed=0)
+    server = serving.ThreadServer(
+        [faulty, later, later], 3, serving.Replication(copies=3), seed=0, keep_record=True
+    )
     X = queries(30)
     with server:
         got = answers_of([server.submit(x) for x in X])
@@ -155,7 +157,13 @@ def test_a_query_past_its_deadline_fails_with_query_timeout_naming_its_tasks():
 
     # No redundancy, one hung replica: the query once got neither an answer nor an error.
     server = serving.ThreadServer(
-        hung, 1, serving.NoRedundancy(), time_unit=0.01, query_timeout=5.0, output_shape=(10,)
+        hung,
+        1,
+        serving.NoRedundancy(),
+        time_unit=0.01,
+        query_timeout=5.0,
+        output_shape=(10,),
+        keep_record=True,
     )
     server.start()
     try:
@@ -189,7 +197,7 @@ def test_record_is_pure():
             raise ValueError("no")
         return f(x)
 
-    server = serving.ThreadServer(fails_odd, 2, serving.NoRedundancy(), output_shape=(10,))
+    server = serving.ThreadServer(fails_odd, 2, serving.NoRedundancy(), output_shape=(10,), keep_record=True)
     X = queries(10)
     with server:
         futures = [server.submit(x) for x in X]
@@ -272,3 +280,83 @@ def test_the_rule_is_named_and_checked():
     assert serving.Coded(code, tau=1.0).rule == "straggling"
     with pytest.raises(ValueError, match="rule must be one of"):
         serving.Coded(code, tau=1.0, rule="sometimes")
+
+
+# --- bounded state --------------------------------------------------------------------------
+
+
+def _settled(server, timeout_s: float = WAIT_S) -> dict:
+    """The server's stats once it holds no task (the last parities may still run)."""
+    deadline = time.monotonic() + timeout_s
+    while server.stats()["in_flight"]["tasks"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return server.stats()
+
+
+def test_a_running_server_holds_only_the_queries_in_flight():
+    scheme = serving.Coded(cc.BACC(4, 6, systematic=True), tau=1.5, max_group_wait=2.0)
+    server = serving.ThreadServer(f, 6, scheme, time_unit=0.01, seed=0)
+    X = queries(40)
+    with server:
+        got = answers_of([server.submit(x) for x in X])
+        stats = _settled(server)
+        assert stats["in_flight"] == {"queries": 0, "tasks": 0}
+        assert not scheme.members and not scheme.group_of  # the groups are dropped too
+    assert sum(stats["queries"].values()) == 40 and stats["queries"]["failed"] == 0
+    assert stats["tasks"] >= 40
+    latency_counts = sum(sum(counts) for counts in stats["latency_counts"].values())
+    assert latency_counts == 40 and len(stats["latency_buckets_s"]) == 25
+    exact = [(a, x) for a, x in zip(got, X, strict=True) if a.exact]
+    assert exact and all(np.array_equal(a.estimate, f(x[None])[0]) for a, x in exact)
+    with pytest.raises(RuntimeError, match="keep_record=True"):
+        server.record()
+
+
+def test_keep_record_keeps_the_latest_queries_only():
+    server = serving.ThreadServer(f, 2, serving.NoRedundancy(), keep_record=10)
+    with server:
+        for x in queries(30):
+            server.submit(x).result(timeout=WAIT_S)  # one at a time: retired in submit order
+    record = server.record()
+    assert record.num_queries == 10 and np.all(np.diff(record.arrival) > 0)
+    assert record.counts()["own"] == 10
+    everything = serving.ThreadServer(f, 2, serving.NoRedundancy(), keep_record=True)
+    with everything:
+        answers_of([everything.submit(x) for x in queries(30)])
+    assert everything.record().num_queries == 30
+    for bad in (0, -1, 2.5, "all"):
+        with pytest.raises(ValueError, match="keep_record"):
+            serving.ThreadServer(f, 1, serving.NoRedundancy(), keep_record=bad)
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * 4096 / 2**20
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["none", "coded"])
+def test_a_long_stream_is_served_in_bounded_memory(name):
+    # 60,000 queries after a 10,000-query warm-up (benchmarks/perf/soak_serving.py runs 1M):
+    # the server once kept every query's input, future and answer (+61 MB per 25,000 queries).
+    scheme = (
+        serving.NoRedundancy()
+        if name == "none"
+        else serving.Coded(cc.BACC(4, 6, systematic=True), tau=50.0, max_group_wait=5.0)
+    )
+    X = np.random.default_rng(2).normal(size=(256, 4))
+    with serving.ThreadServer(f, 4, scheme, time_unit=0.001) as server:
+        window = []
+        for q in range(70_000):
+            window.append(server.submit(X[q % 256]))
+            if len(window) == 256:
+                answers_of(window)
+                window.clear()
+            if q + 1 == 10_000:
+                before = _rss_mb()
+        answers_of(window)
+        stats = _settled(server)
+        growth = _rss_mb() - before
+    assert stats["in_flight"] == {"queries": 0, "tasks": 0}
+    assert sum(stats["queries"].values()) == 70_000 and stats["queries"]["failed"] == 0
+    assert growth < 30.0, f"RSS grew {growth:.1f} MB over 60,000 queries"

@@ -8,8 +8,10 @@ LeNet-5 runs, so a straggler takes ``slowdown`` times the usual time. Every sche
 resources (the same R replicas), on the same arrivals, digits and service draws (the same seed):
 none (load-balanced, power of two choices), replication (2 copies), hedging (a backup after
 ``hedge_delay``), the systematic codes (BACC and GCC over groups of ``group_size`` queries with
-``parities`` parity tasks each, decoding a group ``tau`` after its close) and ParM (groups of 2
-queries, one learned parity task, when its parity model is cached: the demo does not train it).
+``parities`` parity tasks each, decoding a query once its own task has run, or waited behind a
+running one, for ``tau``, and ``tau`` after its group's close: ``Coded``'s straggling rule) and
+ParM (groups of 2 queries, one learned parity task, when its parity model is cached: the demo
+does not train it).
 
 Per scheme, one row: latency p50, p99 and p99.9 (ms, submit to answer), accuracy against the
 labels, agreement (argmax) with the exact model on the same digits, the share of queries

@@ -218,9 +218,11 @@ class RayServer(ThreadServer):
 
     Parameters
     ----------
-    f, num_replicas, scheme, service, time_unit, balancer, cancel, seed, query_timeout, output_shape
+    f, num_replicas, scheme, service, time_unit, balancer, cancel, seed
         As for :class:`~codedcomputing.serving.ThreadServer`; ``f`` (and ParM's ``parity_f``)
         must pickle (cloudpickle). The injected service draw is slept in the actor.
+    query_timeout, output_shape, keep_record
+        As for :class:`~codedcomputing.serving.ThreadServer`.
     address : str or None, default None
         The Ray cluster to join; None: the Ray this process runs, else a new local one.
     num_cpus : int or None, default None
@@ -264,6 +266,7 @@ class RayServer(ThreadServer):
         seed=0,
         query_timeout: float | None = None,
         output_shape=None,
+        keep_record: bool | int = False,
     ):
         super().__init__(
             f,
@@ -276,6 +279,7 @@ class RayServer(ThreadServer):
             seed=seed,
             query_timeout=query_timeout,
             output_shape=output_shape,
+            keep_record=keep_record,
         )
         if address is not None and not isinstance(address, str):
             raise ValueError(f"address must be a Ray address string or None, got {address!r}")

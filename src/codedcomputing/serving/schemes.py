@@ -187,29 +187,45 @@ class _Grouped(Scheme):
     def num_parities(self, size: int) -> int:
         raise NotImplementedError
 
+    # Per-query and per-group state, by id: a live server drops a group's entries once it is
+    # done (:meth:`retire`), so that a long run holds only the groups in flight.
+    _PER_QUERY = ("group_of", "position")
+    _PER_GROUP = ("members", "closed", "unanswered", "arrived", "results", "parity_tasks")
+
     def prepare(self, arrivals):
-        self.group_of: list[int] = []
-        self.position: list[int] = []
-        self.members: list[list[int]] = []
-        self.closed: list[bool] = []
-        self.unanswered: list[int] = []
-        self.arrived: list[list[int]] = []  # positions; parity j is m + j
-        self.results: list[list] = []  # live: the outputs, in the order of ``arrived``
-        self.parity_tasks: list[list[int]] = []
+        self.group_of: dict[int, int] = {}
+        self.position: dict[int, int] = {}
+        self.members: dict[int, list[int]] = {}
+        self.closed: dict[int, bool] = {}
+        self.unanswered: dict[int, int] = {}
+        self.arrived: dict[int, list[int]] = {}  # positions; parity j is m + j
+        self.results: dict[int, list] = {}  # live: the outputs, in the order of ``arrived``
+        self.parity_tasks: dict[int, list[int]] = {}
         self.decode_alive: dict[int, tuple[int, ...]] = {}  # query -> its group's results at its decode
         self.open = -1  # the group taking arrivals
+        self.groups = 0  # groups opened so far
+
+    def holds(self, group: int) -> bool:
+        """Whether ``group`` may still get tasks (it is open): a live server keeps it until not."""
+        return group in self.closed and not self.closed[group]
+
+    def retire(self, group: int) -> None:
+        """Forget ``group`` (a live server: it is closed, answered, and none of its tasks pending).
+        ``decode_alive`` is kept only for the simulated clock's ``outputs``."""
+        for query in self.members.pop(group, ()):
+            for name in self._PER_QUERY:
+                getattr(self, name).pop(query, None)
+            self.decode_alive.pop(query, None)
+        for name in self._PER_GROUP[1:]:
+            getattr(self, name).pop(group, None)
 
     def _open(self, run):
-        group = len(self.members)
-        for table, empty in (
-            (self.members, []),
-            (self.arrived, []),
-            (self.results, []),
-            (self.parity_tasks, []),
-        ):
-            table.append(list(empty))
-        self.closed.append(False)
-        self.unanswered.append(0)
+        group = self.groups
+        self.groups += 1
+        self.members[group], self.arrived[group] = [], []
+        self.results[group], self.parity_tasks[group] = [], []
+        self.closed[group] = False
+        self.unanswered[group] = 0
         self.open = group
         self._opened(run, group)
         return group
@@ -224,8 +240,8 @@ class _Grouped(Scheme):
             group = self._open(run)
         members = self.members[group]
         members.append(query)
-        self.group_of.append(group)
-        self.position.append(len(members) - 1)
+        self.group_of[query] = group
+        self.position[query] = len(members) - 1
         self.unanswered[group] += 1
         run.submit(run.pick(), query, PRIMARY, group)
         wait = self.max_group_wait
@@ -238,6 +254,8 @@ class _Grouped(Scheme):
 
     def timer(self, run, payload):
         kind, which = payload
+        if which not in self.closed:  # retired: its queries are answered
+            return
         if kind == "close":
             if not self.closed[which]:
                 self._close(run, which)
@@ -462,18 +480,25 @@ class Coded(_Grouped):
 
     def prepare(self, arrivals):
         super().prepare(arrivals)
-        self.min_results: list[int] = []
-        self.due: list[bool] = []  # rule "group": the group's deadline passed
+        self.min_results: dict[int, int] = {}
+        self.due: dict[int, bool] = {}  # rule "group": the group's deadline passed
         self.late: set[int] = set()  # rule "straggling": queries seen straggling, not yet answered
-        self.closed_at: list[float] = []
+        self.closed_at: dict[int, float] = {}
         self.checking: set[int] = set()  # rule "straggling": groups with a check still to fire
         self.bound: dict[int, tuple] = {}  # live: group -> (its bound code, its parity workers)
         self._plans: dict[int, tuple] = {}  # live: group size -> its encode plan (``_plan``)
 
+    def retire(self, group):
+        self.late.difference_update(self.members.get(group, ()))
+        super().retire(group)
+        for table in (self.min_results, self.due, self.closed_at, self.bound):
+            table.pop(group, None)
+        self.checking.discard(group)
+
     def _opened(self, run, group):
-        self.min_results.append(0)
-        self.due.append(False)
-        self.closed_at.append(math.nan)
+        self.min_results[group] = 0
+        self.due[group] = False
+        self.closed_at[group] = math.nan
 
     def _waiting(self, group):
         if self.rule == "straggling":
@@ -629,7 +654,7 @@ class Coded(_Grouped):
             rows = [own[members[i]] if i < m else parity_out[offset[group] + i - m] for i in alive]
             workers_alive = [int(code.systematic_workers[i]) if i < m else int(workers[i - m]) for i in alive]
             result = code.decode_details(np.stack(rows), np.array(workers_alive))
-            positions = np.asarray(self.position)[queries]
+            positions = [self.position[q] for q in queries]
             estimates[queries] = np.asarray(result.estimates)[positions]
             exact[queries] = np.asarray(result.info["exact"])[positions]
         return estimates, exact

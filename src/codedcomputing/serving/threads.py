@@ -52,6 +52,7 @@ Choices, stated once:
 
 from __future__ import annotations
 
+import bisect
 import copy
 import heapq
 import math
@@ -60,6 +61,7 @@ import queue
 import threading
 import time
 import warnings
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -177,6 +179,11 @@ class ThreadServer:
     query_timeout : float or None, default None
         A query not answered this many clock units after its submit fails with
         :class:`QueryTimeout` (module docstring); None: no limit.
+    keep_record : bool or int, default False
+        The per-query record (:meth:`record`): False, none (a running server holds only the
+        queries in flight, and streams counts and a latency histogram into :meth:`stats`);
+        True, every query; an int n, the latest n or more (whole groups). :meth:`run` keeps
+        every query of its run unless told otherwise.
     output_shape : tuple of int or None, default None
         One answer's shape (the model's output row). None: the shape of the model's output on a
         probe input (module docstring). Results of another shape are failed tasks.
@@ -213,6 +220,7 @@ class ThreadServer:
         frontend: str = "events",
         query_timeout: float | None = None,
         output_shape=None,
+        keep_record: bool | int = False,
     ):
         self.num_replicas = check_count(num_replicas, "num_replicas", 1)
         if callable(f):
@@ -252,6 +260,10 @@ class ThreadServer:
             else check_number(query_timeout, "query_timeout", low=0.0, low_open=True, allow_inf=True)
         )
         self.output_shape = None if output_shape is None else _check_shape(output_shape, "output_shape")
+        if keep_record is True or keep_record is False:
+            self.record_limit = keep_record
+        else:
+            self.record_limit = check_count(keep_record, "keep_record", 1)
         self._run: _LiveRun | None = None
         self._state = "new"
         self._gate = threading.Lock()  # a submit and a close do not interleave
@@ -318,7 +330,24 @@ class ThreadServer:
         decode); ``failed_tasks``."""
         if self._state != "closed":
             raise RuntimeError("record needs a closed server (close it first)")
+        if self._run.observer is None:
+            raise RuntimeError(
+                "this server kept no per-query record: construct it with keep_record=True (or a bound)"
+            )
         return self._run.record(self.scheme.name)
+
+    def stats(self) -> dict:
+        """What the run streamed so far (bounded, any time after :meth:`start`): ``queries`` by
+        outcome and ``failed``; ``latency_counts`` per outcome over ``latency_buckets_s`` (the
+        upper bounds in seconds, a last count past them), ``latency_sum_s``; ``tasks`` dispatched;
+        ``in_flight``: queries and tasks the server holds now."""
+        run = self._run
+        if run is None:
+            raise RuntimeError("stats needs a started server")
+        with run.mutex:
+            snapshot = run.stats.snapshot()
+            snapshot["in_flight"] = {"queries": len(run.outcome), "tasks": len(run.t_state)}
+        return snapshot
 
     def run(self, arrivals, inputs, *, timeout: float | None = None) -> ServingRecord:
         """Serve ``inputs[q]`` at ``arrivals[q]`` (sorted clock units from the start), open loop,
@@ -331,6 +360,8 @@ class ThreadServer:
             raise ValueError(
                 f"inputs must have one row per arrival ({arrivals.size}), got shape {inputs.shape}"
             )
+        if self.record_limit is False:
+            self.record_limit = True  # a whole run's record: its queries are bounded by arrivals
         self.start(last_query=arrivals.size - 1)
         try:
             drive(self, arrivals, inputs)
@@ -446,6 +477,92 @@ def _probe(server: ThreadServer, row: np.ndarray) -> tuple[tuple, np.ndarray]:
     return (shape, dtype), zero
 
 
+_TASK_TABLES = (
+    "t_replica",
+    "t_query",
+    "t_group",
+    "t_role",
+    "t_index",
+    "t_state",
+    "t_start",
+    "t_dispatch",
+    "t_service",
+    "t_input",
+    "t_fn",
+    "t_output",
+    "t_why",  # a failed task: why
+)
+# what the observer keeps of a retired query and task (a row: the id, then these)
+_KEPT_QUERY = ("arrivals", "answered_at", "outcome", "by", "q_exact", "q_value", "q_redispatched", "q_tasks")
+_KEPT_TASK = ("t_replica", "t_query", "t_group", "t_role", "t_index", "t_dispatch", "t_start", "t_service")
+_QUERY_TABLES = (
+    "q_tasks",
+    "answered_at",
+    "outcome",
+    "by",
+    "q_input",
+    "q_future",
+    "q_value",
+    "q_exact",
+    "q_redispatched",  # its tasks re-dispatched after a loss
+)
+
+
+class _Arrivals(dict):
+    """A live run's arrival times by query, in flight only; ``len`` counts every query so far
+    (the next query's id), as a scheme reads ``len(run.arrivals)``."""
+
+    count = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+
+class _Stats:
+    """What a run streams into fixed-size counters: queries by outcome (and failed), their
+    latency in a fixed histogram, tasks and their work. Bounded whatever the run's length."""
+
+    # latency bucket bounds in seconds: 0.1 ms to 100 s, 4 per decade (Prometheus-style, +Inf last)
+    BOUNDS = tuple(float(f"{b:.4g}") for b in np.logspace(-4, 2, 25))
+
+    def __init__(self, num_replicas: int):
+        self.queries = dict.fromkeys((*OUTCOMES, "failed"), 0)
+        self.latency = {o: [0] * (len(self.BOUNDS) + 1) for o in OUTCOMES}
+        self.latency_sum = dict.fromkeys(OUTCOMES, 0.0)
+        self.tasks = 0
+
+    def answered(self, outcome: str, seconds: float) -> None:
+        self.queries[outcome] += 1
+        self.latency_sum[outcome] += seconds
+        self.latency[outcome][bisect.bisect_left(self.BOUNDS, seconds)] += 1
+
+    def snapshot(self) -> dict:
+        return {
+            "queries": dict(self.queries),
+            "latency_buckets_s": self.BOUNDS,
+            "latency_counts": {o: list(c) for o, c in self.latency.items()},
+            "latency_sum_s": dict(self.latency_sum),
+            "tasks": self.tasks,
+        }
+
+
+class _Observer:
+    """The opt-in per-query record: the rows of the latest ``limit`` retired units' queries and
+    tasks (``limit`` True: every one). :meth:`ThreadServer.record` reads it."""
+
+    def __init__(self, limit):
+        self.limit = None if limit is True else int(limit)
+        self.units: deque = deque()  # ([query rows], [task rows]) per retired unit, oldest first
+        self.queries = 0
+
+    def add(self, queries: list, tasks: list) -> None:
+        self.units.append((queries, tasks))
+        self.queries += len(queries)
+        while self.limit is not None and self.queries - len(self.units[0][0]) >= self.limit:
+            dropped, _ = self.units.popleft()
+            self.queries -= len(dropped)
+
+
 class _LiveRun(_Run):
     """One real-time run: the scheme's ``run`` interface over replica threads; the scheme is
     called and the bookkeeping mutated only under ``mutex`` (by the frontend thread, and by a
@@ -463,7 +580,21 @@ class _LiveRun(_Run):
         )
         self.server, self.scheme = server, server.scheme
         self.live = True
-        self.arrivals: list[float] = []  # grows; an array again in record()
+        # Every table holds the queries and tasks in flight only, by id: a unit (an ungrouped
+        # query, or a group with its parities) is dropped once it is done (:meth:`retire`).
+        for name in _TASK_TABLES:
+            setattr(self, name, {})
+        for name in _QUERY_TABLES:
+            setattr(self, name, {})
+        self.arrivals = _Arrivals()
+        self.tasks_made = 0
+        self.unit_of: dict[int, tuple] = {}  # query -> its unit: ("q", query) or ("g", group)
+        self.unit_task: dict[int, tuple] = {}  # task -> its unit
+        self.open: dict[tuple, int] = {}  # unit -> its unanswered queries and pending tasks
+        self.unit_members: dict[tuple, list] = {}  # unit -> ([queries], [tasks])
+        self.idle: set[tuple] = set()  # units with nothing open: retired at the next settle
+        self.observer = _Observer(server.record_limit) if server.record_limit else None
+        self.stats = _Stats(server.num_replicas)
         self.last_query = last_query
         self.unit = server.time_unit
         self.draws = (
@@ -475,23 +606,14 @@ class _LiveRun(_Run):
         self.output_spec: tuple | None = None  # (shape, dtype) of an answer row: _probe
         self.zero = None  # f of a zero input: _probe
         self.query_timeout = server.query_timeout
-        self.q_input: list[np.ndarray] = []
-        self.q_future: list[Future] = []
-        self.q_value: list = []
-        self.q_exact: list[bool] = []
-        self.t_input: list = []
-        self.t_fn: list = []
-        self.t_output: list = []
         self.failed_tasks = 0
-        self.failures: list[tuple[int, int, str]] = []  # (task, replica, why)
-        self.q_redispatched: list[int] = []  # per query: its tasks re-dispatched after a loss
-        self.t_lost: set[int] = set()  # tasks lost with their replica
+        self.t_lost: set[int] = set()  # tasks in flight lost with their replica
         self.dead: set[int] = set()  # replicas lost
         self.lost_replicas: list[tuple[int, float]] = []  # (replica, when the loss was seen)
         self.lost_tasks = 0
         self.replaced: list[tuple[int, float]] = []  # (replica, when its replacement was up)
         self.suspects: set[int] = set()
-        self.errors: list[str] = []
+        self.errors: deque[str] = deque(maxlen=100)  # the latest scheme errors
         self.master = {"frontend": 0.0, "encode": 0.0, "decode": 0.0}
         self.lock = threading.Lock()  # task states, shared with the replicas
         self.draw_lock = threading.Lock()
@@ -545,6 +667,9 @@ class _LiveRun(_Run):
             q.put(-1)
         self.events.put(("stop",))
         self.frontend.join()
+        with self.mutex:  # what is left (queued tasks never run, hung ones): to the observer
+            for unit in list(self.open):
+                self.retire(unit)
         for thread in self.threads:  # a replica stuck in f is a daemon thread: left behind
             thread.join(1.0 if ends is None else max(0.0, min(1.0, ends - time.monotonic())))
         stuck = [thread.name for thread in self.threads if thread.is_alive()]
@@ -558,38 +683,111 @@ class _LiveRun(_Run):
 
     # --- the scheme's interface (frontend thread) ---------------------------------------
     def submit(self, replica, query, role, group=-1, index=-1, x=None, fn=None) -> int:
-        task = len(self.t_replica)
+        task = self.tasks_made
+        self.tasks_made += 1
         for table, value in (
             (self.t_replica, replica),
             (self.t_query, query),
             (self.t_group, group),
             (self.t_role, role),
             (self.t_index, index),
-            (self.t_state, _QUEUED),
             (self.t_start, math.nan),
             (self.t_dispatch, self.now),
             (self.t_service, 0.0),
             (self.t_input, x),
             (self.t_fn, fn),
             (self.t_output, None),
+            (self.t_why, None),
         ):
-            table.append(value)
+            table[task] = value
+        self.t_state[task] = _QUEUED  # last: a replica thread skips a task not (yet) queued
         if query >= 0:
             self.q_tasks[query].append(task)
+            unit = self.unit_of.get(query)
+            if unit is None:  # its first task says whether it belongs to a group
+                unit = self._join(query, ("g", group) if group >= 0 else ("q", query))
+        else:
+            unit = ("g", group)
+        self.unit_task[task] = unit
+        self.unit_members.setdefault(unit, ([], []))[1].append(task)
+        self._change(unit, 1)
+        self.stats.tasks += 1
         self._load(replica, 1)
         self.queues[replica].put(task)
         return task
 
+    # --- units: what is retired together ------------------------------------------------
+    def _join(self, query: int, unit: tuple) -> tuple:
+        """``query`` belongs to ``unit`` (and keeps it open until answered)."""
+        self.unit_of[query] = unit
+        self.unit_members.setdefault(unit, ([], []))[0].append(query)
+        self._change(unit, 1)
+        return unit
+
+    def _change(self, unit: tuple, by: int) -> None:
+        count = self.open.get(unit, 0) + by
+        self.open[unit] = count
+        if count == 0:
+            self.idle.add(unit)
+
+    def _ended(self, task: int) -> None:
+        """``task`` is no longer pending (done, failed, lost or cancelled)."""
+        self._change(self.unit_task[task], -1)
+
+    def retire_idle(self) -> None:
+        """Drop the units with nothing open that their scheme no longer holds (a group still open
+        may get tasks): their rows go to the observer, if one is kept."""
+        for unit in list(self.idle):
+            if self.open.get(unit, 0) != 0:
+                self.idle.discard(unit)
+                continue
+            kind, key = unit
+            if kind == "g" and self.scheme.holds(key):
+                continue  # looked at again at the next settle
+            self.idle.discard(unit)
+            self.retire(unit)
+
+    def retire(self, unit: tuple) -> None:
+        queries, tasks = self.unit_members.pop(unit, ([], []))
+        del self.open[unit]
+        if self.observer is not None:
+            self.observer.add(
+                [(q, *(getattr(self, name)[q] for name in _KEPT_QUERY)) for q in queries],
+                [(t, *(getattr(self, name)[t] for name in _KEPT_TASK), t in self.t_lost) for t in tasks],
+            )
+        for q in queries:
+            self.unit_of.pop(q, None)
+            self.arrivals.pop(q, None)
+            for name in _QUERY_TABLES:
+                getattr(self, name).pop(q, None)
+            self.suspects.discard(q)
+        for t in tasks:
+            self.unit_task.pop(t, None)
+            self.t_lost.discard(t)
+            for name in _TASK_TABLES:
+                getattr(self, name).pop(t, None)
+        if unit[0] == "g" and (self.observer is None or self.observer.limit is not None):
+            self.scheme.retire(unit[1])  # with every query kept, so are the groups (Scheme.outputs)
+
+    def answered(self, query: int) -> bool:
+        """Answered or failed (or retired: done with)."""
+        return self.outcome.get(query, 0) != -1
+
+    def pending(self, task: int) -> bool:
+        state = self.t_state.get(task)
+        return state is not None and state <= _RUNNING
+
     def cancel(self, task: int) -> None:
         with self.lock:
-            if self.t_state[task] != _QUEUED:
+            if self.t_state.get(task) != _QUEUED:
                 return
             self.t_state[task] = _CANCELLED
         self.cancelled += 1
         self._load(self.t_replica[task], -1)
+        self._ended(task)
 
     def answer(self, query, outcome, replica, task=-1, value=None, exact=True) -> bool:
-        if self.outcome[query] >= 0:
+        if self.outcome.get(query, 0) != -1:
             return False
         if value is None:
             value = self.t_output[task]
@@ -601,6 +799,8 @@ class _LiveRun(_Run):
                 self.cancel(other)
         latency = (self.now - self.arrivals[query]) * self.unit
         self.q_future[query].set_result(Answer(value, exact, OUTCOMES[outcome], replica, latency))
+        self.stats.answered(OUTCOMES[outcome], latency)
+        self._change(self.unit_of[query], -1)
         return True
 
     def input(self, query: int) -> np.ndarray:
@@ -610,7 +810,7 @@ class _LiveRun(_Run):
         return self.t_output[task]
 
     def usable(self, task: int) -> bool:
-        return self.t_output[task] is not None
+        return self.t_output.get(task) is not None
 
     def f_zero(self):
         return self.zero
@@ -647,7 +847,9 @@ class _LiveRun(_Run):
         """After a batch of events: the queries whose tasks failed, and the drain on close."""
         if self.suspects:
             self.check_suspects()
-        if self.closing and not self.drained.is_set() and all(o != -1 for o in self.outcome):
+        if self.idle:
+            self.retire_idle()
+        if self.closing and not self.drained.is_set() and all(o != -1 for o in self.outcome.values()):
             self.drained.set()
 
     def post(self, event) -> None:
@@ -684,14 +886,16 @@ class _LiveRun(_Run):
                     self.scheme.timer(self, payload)
         except Exception as err:  # a scheme's or a code's error fails its queries, not the server
             self.errors.append(f"{type(err).__name__}: {err}")
-            if event is not None and event[0] == "arrive" and self.outcome and self.outcome[-1] == -1:
-                self.fail(len(self.outcome) - 1, f"the server failed on it ({self.errors[-1]})")
+            last = self.arrivals.count - 1
+            if event is not None and event[0] == "arrive" and self.outcome.get(last) == -1:
+                self.fail(last, f"the server failed on it ({self.errors[-1]})")
 
     def handle(self, event) -> None:
         kind = event[0]
         if kind == "arrive":
             _, x, future, arrived = event
-            query = len(self.arrivals)
+            query = self.arrivals.count
+            self.arrivals.count += 1
             for table, value in (
                 (self.arrivals, arrived),
                 (self.q_tasks, []),
@@ -704,10 +908,14 @@ class _LiveRun(_Run):
                 (self.q_exact, False),
                 (self.q_redispatched, 0),
             ):
-                table.append(value)
+                table[query] = value
             if self.query_timeout is not None and math.isfinite(self.query_timeout):
                 self.schedule(arrived + self.query_timeout, (_EXPIRE, query))
-            self.scheme.arrive(self, query)
+            try:
+                self.scheme.arrive(self, query)
+            finally:
+                if query not in self.unit_of:  # no task for it (yet): a unit of its own
+                    self._join(query, ("q", query))
         elif kind == "done":
             _, task, output, why, busy, lost = event
             replica = self.t_replica[task]
@@ -723,15 +931,18 @@ class _LiveRun(_Run):
                 self.busy[replica] += busy
                 self.served[replica] += 1
             self._load(replica, -1)
-            if why is None:  # validated on the replica's thread (_validate)
-                self.t_output[task] = output
-                self.scheme.done(self, task)
-            else:
-                self.failed_tasks += 1
-                self.failures.append((task, replica, why))
-                self.scheme.failed(self, task)
-                if self.t_query[task] >= 0:
-                    self.suspects.add(self.t_query[task])
+            try:
+                if why is None:  # validated on the replica's thread (_validate)
+                    self.t_output[task] = output
+                    self.scheme.done(self, task)
+                else:
+                    self.failed_tasks += 1
+                    self.t_why[task] = why
+                    self.scheme.failed(self, task)
+                    if self.t_query[task] >= 0:
+                        self.suspects.add(self.t_query[task])
+            finally:
+                self._ended(task)
         elif kind == "close":
             self.closing = True
             self.scheme.flush(self)
@@ -741,20 +952,19 @@ class _LiveRun(_Run):
         elif kind == "wake":
             pass
         elif kind == "abandon":
-            for query in range(len(self.outcome)):
-                if self.outcome[query] == -1:
-                    self.fail(query, "the server closed before it was answered")
+            for query in [q for q, outcome in self.outcome.items() if outcome == -1]:
+                self.fail(query, "the server closed before it was answered")
 
     def check_suspects(self) -> None:
         for query in list(self.suspects):
-            if self.outcome[query] != -1:
+            if self.outcome.get(query, 0) != -1:
                 self.suspects.discard(query)
             elif not any(self.pending(t) for t in self.q_tasks[query]) and not self.scheme.recoverable(
                 self, query
             ):
                 if self.redispatch(query):
                     continue
-                why = "; ".join(w for task, _, w in self.failures if self.t_query[task] == query)
+                why = "; ".join(self.t_why[t] for t in self.q_tasks[query] if self.t_why[t] is not None)
                 self.fail(query, f"its tasks failed ({why})")
                 self.suspects.discard(query)
 
@@ -782,10 +992,12 @@ class _LiveRun(_Run):
     def fail(self, query: int, why: str, error=QueryFailed) -> None:
         self.answered_at[query], self.outcome[query] = self.now, -2
         self.q_future[query].set_exception(error(f"query {query}: {why}"))
+        self.stats.queries["failed"] += 1
+        self._change(self.unit_of[query], -1)
 
     def expire(self, query: int) -> None:
         """``query_timeout`` after ``query``'s submit: fail it if it is still unanswered."""
-        if self.outcome[query] != -1:
+        if self.outcome.get(query, 0) != -1:
             return
         states = {_QUEUED: "queued", _RUNNING: "running", _DONE: "done", _CANCELLED: "cancelled"}
         tasks = [
@@ -808,7 +1020,7 @@ class _LiveRun(_Run):
             if task < 0:
                 return
             with self.lock:
-                if self.t_state[task] != _QUEUED:
+                if self.t_state.get(task) != _QUEUED:
                     continue
                 self.t_state[task] = _RUNNING
             if lost is not None:  # queued behind the loss: lost with the replica, never started
@@ -851,7 +1063,7 @@ class _LiveRun(_Run):
                 tasks.put(task)
                 return False
             with self.lock:
-                if self.t_state[task] != _QUEUED:
+                if self.t_state.get(task) != _QUEUED:
                     continue
                 self.t_state[task] = _RUNNING
             self.post(("done", task, None, why, 0.0, True))
@@ -862,31 +1074,50 @@ class _LiveRun(_Run):
 
     # --- the record ---------------------------------------------------------------------
     def record(self, name: str) -> ServingRecord:
-        """The record; pure (a view of the run is closed at the horizon, the run is not)."""
+        """The record of the queries the observer kept (ids renumbered from 0 in submit order);
+        pure: a view of the kept rows is closed at the horizon, the run is not touched."""
+        kept_queries = sorted(row for unit in self.observer.units for row in unit[0])
+        kept_tasks = sorted(row for unit in self.observer.units for row in unit[1])
+        index = {row[0]: i for i, row in enumerate(kept_queries)}
+        task_index = {row[0]: j for j, row in enumerate(kept_tasks)}
         view = copy.copy(self)
-        ends = [t + s for t, s in zip(self.t_start, self.t_service, strict=True) if not math.isnan(t)]
+        columns = list(zip(*kept_queries, strict=True)) or [()] * (len(_KEPT_QUERY) + 1)
+        _, arrivals, answered_at, outcome, by, exact, value, redispatched, q_tasks = columns
+        view.arrivals = np.asarray(arrivals, dtype=np.float64)
+        view.answered_at, view.by = list(answered_at), list(by)
+        view.outcome = [o if o >= 0 else -1 for o in outcome]
+        view.q_tasks = [[task_index[t] for t in tasks if t in task_index] for tasks in q_tasks]
+        columns = list(zip(*kept_tasks, strict=True)) or [()] * (len(_KEPT_TASK) + 2)
+        _, t_replica, t_query, t_group, t_role, t_index, t_dispatch, t_start, t_service, lost = columns
+        view.t_replica, view.t_group, view.t_role, view.t_index = (
+            list(t_replica),
+            list(t_group),
+            list(t_role),
+            list(t_index),
+        )
+        view.t_query = [index.get(q, -1) for q in t_query]
+        view.t_dispatch, view.t_start, view.t_service = list(t_dispatch), list(t_start), list(t_service)
+        ends = [t + s for t, s in zip(t_start, t_service, strict=True) if not math.isnan(t)]
         view.now = max([self.now, *ends])
         view.area, view.changed = list(self.area), list(self.changed)
-        view.arrivals = np.asarray(self.arrivals, dtype=np.float64)
-        failed = np.array(self.outcome, dtype=np.int64) == -2
-        view.outcome = [o if o >= 0 else -1 for o in self.outcome]
+        failed = np.array(outcome, dtype=np.int64) == -2
         record = _Run.record(view, name)
         record.failed = failed
-        record.exact = np.array(self.q_exact, dtype=bool) & ~failed
-        good = [v for v in self.q_value if v is not None]
+        record.exact = np.array(exact, dtype=bool) & ~failed
+        good = [v for v in value if v is not None]
         if good:
             template = np.asarray(good[0], dtype=np.float64)
             record.estimates = np.stack(
                 [
                     np.full_like(template, np.nan) if v is None else np.asarray(v, dtype=np.float64)
-                    for v in self.q_value
+                    for v in value
                 ]
             )
         record.master_s = dict(self.master)
         record.failed_tasks = self.failed_tasks
         record.errors = list(self.errors)
-        record.tasks["lost"] = np.isin(np.arange(len(self.t_replica)), list(self.t_lost))
-        record.redispatched = np.array(self.q_redispatched, dtype=np.int64)
+        record.tasks["lost"] = np.array(lost, dtype=bool)
+        record.redispatched = np.array(redispatched, dtype=np.int64)
         record.lost_tasks = self.lost_tasks
         record.lost_replicas = [replica for replica, _ in self.lost_replicas]
         record.replaced = [replica for replica, _ in self.replaced]
