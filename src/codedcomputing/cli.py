@@ -242,7 +242,10 @@ def demo(
     group_size: int = typer.Option(None, min=2, help="coded: K, queries per group (4)."),
     parities: int = typer.Option(None, min=1, help="coded: parity tasks per group (2)."),
     tau: float = typer.Option(
-        None, min=0.01, help="coded: ms after a group's close before it decodes (3 service times: 60)."
+        None,
+        min=0.01,
+        help="coded: ms a query's own task may run (or wait behind a running one) before the query is "
+        "decoded, and at least this long after its group's close (3 service times: 60).",
     ),
     hedge_delay: float = typer.Option(
         None, min=0.01, help="hedge: ms before the backup request (3 service times: 60)."
@@ -775,7 +778,12 @@ def serve(
     code: str = typer.Option("bacc", help="coded: bacc or gcc (systematic)."),
     group_size: int = typer.Option(4, min=1, help="coded and parm: K, queries per group."),
     parities: int = typer.Option(2, min=1, help="coded: parity tasks per group (N = K + parities)."),
-    tau: float = typer.Option(10.0, min=0.0, help="coded: ms after a group's close before it decodes."),
+    tau: float = typer.Option(
+        10.0,
+        min=0.0,
+        help="coded: ms a query's own task may run (or wait behind a running one) before the query is "
+        "decoded, and at least this long after its group's close.",
+    ),
     max_group_wait: float = typer.Option(
         20.0, min=0.0, help="coded and parm: ms a group waits for its K-th query."
     ),
@@ -794,7 +802,12 @@ def serve(
     graceful_timeout: float = typer.Option(
         None,
         min=0.0,
-        help="Seconds the shutdown waits for requests in flight before cancelling them (default: no limit).",
+        help="Seconds the shutdown waits for requests in flight; those still waiting then get 503 "
+        "(default: no limit).",
+    ),
+    query_timeout: float = typer.Option(
+        30.0,
+        help="Seconds a query may take; past it the query fails and its request answers 504.",
     ),
 ) -> None:
     """Serve a model over HTTP on R replicas with a straggler scheme (codedcomputing.serving.http).
@@ -805,7 +818,8 @@ def serve(
 
     POST /predict {"inputs": [...]} -> {"outputs": [...], "exact": [...]}; GET /health (200 once
     ready); GET /metrics (Prometheus text). Times (--hedge-delay, --tau, --max-group-wait,
-    --service-ms) are in milliseconds. SIGINT or SIGTERM drains the queries in flight and exits 0.
+    --service-ms) are in milliseconds, --query-timeout and --graceful-timeout in seconds. SIGINT or
+    SIGTERM drains the queries in flight and exits 0.
     A port in use, or an address that cannot be listened on, is said in one line (exit status 3)
     before anything starts.
     """
@@ -862,6 +876,10 @@ def serve(
     shape = _input_shape(input_shape, None) if input_shape is not None else None
     if stragglers > 0 and service_ms == 0:
         raise typer.BadParameter("needs --service-ms (the straggler's base time)", param_hint="--stragglers")
+    if not (query_timeout > 0 and math.isfinite(query_timeout)):
+        raise typer.BadParameter(
+            f"must be a finite number of seconds > 0, got {query_timeout}", param_hint="--query-timeout"
+        )
     unusable = _cannot_listen(host, port)
     if unusable:  # before the model loads, the URL line and Ray: none of them could be used
         typer.echo(f"coded serve: {unusable}", err=True)
@@ -874,7 +892,7 @@ def serve(
         service = Bimodal(base=service_ms, p=stragglers, slowdown=slowdown, jitter=0.0)
 
     def make_server():
-        options = {"service": service, "time_unit": 1e-3, "seed": seed}
+        options = {"service": service, "time_unit": 1e-3, "seed": seed, "query_timeout": 1e3 * query_timeout}
         if backend.value == "ray":  # on the Ray that _start_ray joined or started
             return RayServer(f, replicas, chosen, address=ray_address, **options)
         return ThreadServer(f, replicas, chosen, **options)

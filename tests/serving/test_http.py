@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -40,17 +41,37 @@ def f(x):
 
 def app_for(scheme=None, replicas=2, **options):
     return create_app(
-        lambda: ThreadServer(f, replicas, scheme or NoRedundancy(), time_unit=1e-3, seed=0),
+        lambda: ThreadServer(f, replicas, scheme or NoRedundancy(), time_unit=1e-3, seed=0, keep_record=True),
         SHAPE,
         **options,
     )
 
 
-def wait_ready(client, seconds=300.0):
+def wait_ready(client, seconds=300.0) -> Counter:
+    """Polls /health until 200; the statuses it got (/metrics counts them too)."""
     deadline = time.monotonic() + seconds
-    while client.get("/health").status_code != 200:
+    seen = Counter()
+    while True:
+        status = client.get("/health").status_code
+        seen[status] += 1
+        if status == 200:
+            return seen
         assert time.monotonic() < deadline, "the server did not get ready"
         time.sleep(0.01)
+
+
+def responses_by_code(metrics: str) -> Counter:
+    """``coded_http_responses_total`` by status code, from /metrics' text."""
+    counts = Counter()
+    for line in metrics.splitlines():
+        if line.startswith("coded_http_responses_total{"):
+            name, value = line.rsplit(" ", 1)
+            counts[int(name.split('"')[1])] = int(value)
+    return counts
+
+
+def nested(depth: int, open_: bytes = b"[", close: bytes = b"]") -> bytes:
+    return b'{"inputs": [' + open_ * depth + b"1" + close * depth + b"]}"
 
 
 def test_predict_answers_each_input_with_f_flattened_or_not():
@@ -90,9 +111,16 @@ def test_health_is_503_until_the_replicas_are_ready():
 
 MALFORMED = [
     ("not json", {"content": b"{inputs: [1,2", "headers": {"content-type": "application/json"}}, 400, "JSON"),
+    ("cut short", {"content": b'{"inputs": [[1, 2, 3'}, 400, "JSON"),
+    ("empty body", {"content": b""}, 400, "JSON"),
+    ("not UTF-8", {"content": b'{"inputs": [[1, 2, 3, 4, 5, 6]], "x": "\xff"}'}, 400, "utf-8"),
+    ("arrays 3,000 deep", {"content": nested(3000)}, 400, "nested too deep"),
+    ("objects 2,000 deep", {"content": nested(2000, b'{"a": ', b"}")}, 400, "nested too deep"),
     ("NaN", {"content": b'{"inputs": [[NaN, 1, 2, 3, 4, 5]]}'}, 400, "NaN"),
     ("Infinity", {"content": b'{"inputs": [[1, 2, 3, 4, 5, -Infinity]]}'}, 400, "Infinity"),
     ("overflow to inf", {"content": b'{"inputs": [[1e400, 1, 2, 3, 4, 5]]}'}, 422, "inputs[0]"),
+    ("a 5,000-digit integer", {"content": b'{"inputs": [[' + b"9" * 5000 + b', 1, 2, 3, 4, 5]]}'}, 422,
+     "out of range"),
     ("float32 overflow", {"content": b'{"inputs": [[1, 2, 3, 4, 5, 6], [1e39, 1, 2, 3, 4, 5]]}'}, 422,
      "inputs[1]"),
     ("wrong size", {"json": {"inputs": [[1, 2, 3]]}}, 422, "shape"),
@@ -101,12 +129,15 @@ MALFORMED = [
     ("missing inputs", {"json": {"input": [[1, 2, 3, 4, 5, 6]]}}, 422, '"inputs"'),
     ("not an object", {"json": [[1, 2, 3, 4, 5, 6]]}, 422, '"inputs"'),
     ("empty", {"json": {"inputs": []}}, 422, "non-empty"),
+    ("inputs not a list", {"json": {"inputs": 5}}, 422, "non-empty"),
+    ("nulls", {"json": {"inputs": [[None] * 6]}}, 422, "numeric"),
+    ("objects in inputs", {"json": {"inputs": [{"x": [1, 2, 3, 4, 5, 6]}]}}, 422, "numeric"),
     ("strings", {"json": {"inputs": [["1", "2", "3", "4", "5", "6"]]}}, 422, "numeric"),
     ("booleans", {"json": {"inputs": [[True] * 6]}}, 422, "numeric"),
     ("ragged", {"json": {"inputs": [[[1, 2, 3], [4, 5]]]}}, 422, "inputs[0]"),
     ("text/plain", {"content": b'{"inputs": [[1,2,3,4,5,6]]}', "headers": {"content-type": "text/plain"}},
      415, "application/json"),
-    ("oversized", {"json": {"inputs": [[0.5] * 6] * 200}}, 413, "max_body_bytes"),
+    ("oversized", {"json": {"inputs": [[0.5] * 6] * 1000}}, 413, "max_body_bytes"),
     ("too many inputs", {"json": {"inputs": [[1] * 6] * 20}}, 413, "max_inputs"),
 ]  # fmt: skip
 
@@ -122,7 +153,7 @@ def test_malformed_requests_get_a_4xx_naming_the_problem(request_, status, word,
     elif http._fast_loads is None:
         pytest.skip("orjson is not installed")
     request_ = {"headers": {"content-type": "application/json"}, **request_}
-    app = app_for(max_body_bytes=2000, max_inputs=16)
+    app = app_for(max_body_bytes=20_000, max_inputs=16)
     with TestClient(app) as client:
         wait_ready(client)
         response = client.post("/predict", **request_)
@@ -139,9 +170,9 @@ def test_malformed_traffic_mixed_with_valid_traffic_disturbs_no_query():
     bad = [body for _, body, _, _ in MALFORMED] * 3
     service = Bimodal(base=1.0, p=0.2, slowdown=5.0)  # 1-5 ms tasks, so requests overlap
     app = create_app(
-        lambda: ThreadServer(f, 3, NoRedundancy(), service=service, time_unit=1e-3, seed=2),
+        lambda: ThreadServer(f, 3, NoRedundancy(), service=service, time_unit=1e-3, seed=2, keep_record=True),
         SHAPE,
-        max_body_bytes=2000,
+        max_body_bytes=20_000,
         max_inputs=16,
     )
 
@@ -158,7 +189,7 @@ def test_malformed_traffic_mixed_with_valid_traffic_disturbs_no_query():
     work = [("valid", x) for x in valid] + [("bad", body) for body in bad]
     order = rng.permutation(len(work))
     with TestClient(app) as client:
-        wait_ready(client)
+        seen = wait_ready(client)
         with ThreadPoolExecutor(8) as pool:
             results = list(pool.map(send, [work[i] for i in order]))
         metrics = client.get("/metrics").text
@@ -172,7 +203,9 @@ def test_malformed_traffic_mixed_with_valid_traffic_disturbs_no_query():
     num_inputs = sum(len(x) for x in valid)
     assert record.num_queries == 1 + num_inputs and not record.failed.any()
     assert f'coded_queries_total{{outcome="own"}} {num_inputs}' in metrics
-    assert f'coded_http_responses_total{{code="200"}} {len(valid)}' in metrics
+    seen.update(response.status_code for _, _, response in results)
+    assert responses_by_code(metrics) == seen  # every response, /health's included
+    assert seen[200] == len(valid) + 1
 
 
 def test_coded_scheme_answers_exact_or_decoded_with_exact_flags():
@@ -230,7 +263,7 @@ def test_a_request_with_failed_inputs_answers_503_with_the_answered_ones():
     xs = np.random.default_rng(6).normal(size=(5, 6))
     xs[[1, 3]] *= 1000
     with TestClient(app) as client:
-        wait_ready(client)
+        seen = wait_ready(client)
         partial = client.post("/predict", json={"inputs": xs.tolist()})
         after = client.post("/predict", json={"inputs": xs[[0, 2]].tolist()})
         metrics = client.get("/metrics").text
@@ -248,7 +281,7 @@ def test_a_request_with_failed_inputs_answers_503_with_the_answered_ones():
     assert after.status_code == 200  # the failures disturbed no other query
     assert 'coded_queries_total{outcome="failed"} 2' in metrics
     assert 'coded_queries_total{outcome="own"} 5' in metrics  # 3 and 2
-    assert 'coded_http_responses_total{code="503"} 1' in metrics
+    assert responses_by_code(metrics)[503] == seen[503] + 1  # /health's while starting, and this one
 
 
 def test_a_server_that_fails_to_start_is_reported_by_health_and_predict():
@@ -298,7 +331,7 @@ def test_a_ray_server_started_in_the_lifespan_thread_is_refused_with_the_fix(mon
 def test_metrics_are_prometheus_text():
     app = app_for()
     with TestClient(app) as client:
-        wait_ready(client)
+        seen = wait_ready(client)
         client.post("/predict", json={"inputs": [[1, 2, 3, 4, 5, 6]] * 3})
         client.post("/predict", json={"inputs": [[1, 2, 3]]})
         response = client.get("/metrics")
@@ -314,8 +347,50 @@ def test_metrics_are_prometheus_text():
     p999 = samples['coded_query_latency_seconds{outcome="own",quantile="0.999"}']
     assert 0 < p50 <= p999 < 5
     assert np.isnan(samples['coded_query_latency_seconds{outcome="decoded",quantile="0.5"}'])
-    assert samples['coded_http_responses_total{code="200"}'] == 1
+    assert samples['coded_http_responses_total{code="200"}'] == 1 + 1  # /predict and /health
     assert samples['coded_http_responses_total{code="422"}'] == 1
+    assert samples.get('coded_http_responses_total{code="503"}', 0) == seen[503]
+
+
+class FailingSubmit(ThreadServer):
+    """A server whose submit raises an unexpected error on an input starting with 13: the app's
+    own error path (a JSON 500), not a failed query."""
+
+    def submit(self, x):
+        if np.asarray(x).flat[0] == 13:
+            raise ZeroDivisionError("an unexpected error in the app")
+        return super().submit(x)
+
+
+def test_every_response_is_counted_by_its_code_with_a_json_error_body():
+    """Routing's 404 and 405, an unexpected error's 500, a deep body's 400, the handler's own
+    replies, /health and /metrics: each response has its code in coded_http_responses_total
+    (a scrape counts those before it), and each error a JSON body naming the problem."""
+    app = create_app(lambda: FailingSubmit(f, 2, NoRedundancy(), time_unit=1e-3), SHAPE)
+    requests = [
+        ("GET", "/nope", {}, 404, "no endpoint at /nope"),
+        ("DELETE", "/predict", {}, 405, "method DELETE is not allowed on /predict"),
+        ("POST", "/health", {"json": {}}, 405, "not allowed on /health"),
+        ("POST", "/predict", {"content": nested(3000)}, 400, "nested too deep"),
+        ("POST", "/predict", {"json": {"inputs": [[13, 1, 2, 3, 4, 5]]}}, 500, "ZeroDivisionError"),
+        ("POST", "/predict", {"json": {"inputs": [[1, 2, 3, 4, 5, 6]]}}, 200, None),
+        ("GET", "/health", {}, 200, None),
+        ("GET", "/metrics", {}, 200, None),
+    ]
+    with TestClient(app) as client:
+        seen = wait_ready(client)
+        for method, path, options, status, word in requests:
+            headers = {"content-type": "application/json"}
+            response = client.request(method, path, headers=headers, **options)
+            seen[response.status_code] += 1
+            assert response.status_code == status, (method, path, response.text)
+            if word is not None:
+                assert response.headers["content-type"] == "application/json"
+                assert word in response.json()["error"], response.json()
+            if status == 405:
+                assert response.headers["allow"]
+        counted = responses_by_code(client.get("/metrics").text)
+    assert counted == seen
 
 
 def test_create_app_checks_its_arguments():
@@ -377,6 +452,70 @@ def test_coded_serve_drains_in_flight_queries_on_a_signal_and_exits_0(sig):
     for x, response in zip(xs, responses, strict=True):
         assert response.status_code == 200, response.text
         assert json.loads(response.text) == {"outputs": [x.tolist()], "exact": [True]}
+
+
+@pytest.mark.slow
+def test_coded_serve_answers_503_at_its_graceful_timeout_and_exits_soon_after():
+    """--graceful-timeout 1 with three 3-second queries queued on one replica: SIGTERM; the
+    requests still waiting at the timeout get 503 JSON with Connection: close (once uvicorn's
+    text 500), and the process exits 0 without computing the queries nobody waits for (once
+    2.4-5.2 s after such a timeout). The exit time is printed; the bound asserted is a hang
+    guard for a busy machine (timeout + 30 s), not the goal (timeout + 1 s)."""
+    import httpx
+
+    timeout = 1.0
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    serve = "serve --model identity --input-shape 4 --replicas 1 --service-ms 3000 --port".split()
+    options = ["--graceful-timeout", str(timeout)]
+    command = [sys.executable, "-c", "from codedcomputing.cli import app; app()", *serve, str(port), *options]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            assert process.poll() is None, process.stdout.read().decode()
+            assert time.monotonic() < deadline, "coded serve did not get ready in 300 s"
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        xs = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+        def post(x):
+            return httpx.post(f"{url}/predict", json={"inputs": [x.tolist()]}, timeout=60)
+
+        with ThreadPoolExecutor(3) as pool:
+            futures = [pool.submit(post, x) for x in xs]  # 3 s each, one after another
+            while True:
+                metrics = httpx.get(f"{url}/metrics", timeout=5).text
+                if int(metrics.split("\ncoded_queries_in_flight ")[1].split()[0]) == 3:
+                    break
+                assert time.monotonic() < deadline + 10, "the three queries did not reach the server"
+                time.sleep(0.02)
+            process.send_signal(signal.SIGTERM)
+            signalled = time.monotonic()
+            responses = [future.result() for future in futures]
+        code = process.wait(timeout=timeout + 30)
+        exited = time.monotonic() - signalled
+        output = process.stdout.read().decode()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    print(f"coded serve exited {exited:.2f} s after SIGTERM (graceful timeout {timeout} s)")
+    assert code == 0, output
+    statuses = [response.status_code for response in responses]
+    assert statuses.count(503) >= 2, statuses  # the queued ones at least; the first may be answered
+    for x, response in zip(xs, responses, strict=True):
+        if response.status_code == 200:
+            assert response.json() == {"outputs": [x.tolist()], "exact": [True]}
+        else:
+            assert response.status_code == 503, response.text
+            assert "shutting down" in response.json()["error"]
+            assert response.headers["connection"] == "close"
 
 
 def _children(pid: int) -> set[int]:
@@ -520,6 +659,33 @@ def test_coded_serve_passes_its_graceful_timeout_to_uvicorn(monkeypatch):
         assert seen[-1]["timeout_graceful_shutdown"] == expected
     result = CliRunner().invoke(cli, ["serve", "--model", "identity", "--graceful-timeout", "-1"])
     assert result.exit_code == 2 and "graceful-timeout" in result.output
+
+
+def test_coded_serve_gives_the_server_its_query_timeout_in_its_time_units(monkeypatch):
+    """--query-timeout SECONDS (default 30) reaches ThreadServer(query_timeout=...) in the
+    server's clock units (milliseconds, as --tau); not positive: refused."""
+    from typer.testing import CliRunner
+
+    from codedcomputing.cli import app as cli
+    from codedcomputing.serving import http
+
+    made = []
+    create_app = http.create_app
+    monkeypatch.setattr(
+        http, "create_app", lambda make, *a, **k: made.append(make) or create_app(make, *a, **k)
+    )
+    monkeypatch.setattr(http, "run", lambda app, host, port, **config: None)
+    port = ["--port", str(free_port())]
+    for options, expected in (([], 30_000.0), (["--query-timeout", "2.5"], 2_500.0)):
+        result = CliRunner().invoke(
+            cli, ["serve", "--model", "identity", "--input-shape", "3", *port, *options]
+        )
+        assert result.exit_code == 0, result.output
+        server = made[-1]()
+        assert server.time_unit == 1e-3 and server.query_timeout == expected
+    for bad in ("0", "-1"):
+        result = CliRunner().invoke(cli, ["serve", "--model", "identity", "--query-timeout", bad])
+        assert result.exit_code == 2 and "query-timeout" in result.output
 
 
 def test_a_torch_module_saved_whole_is_served_as_a_numpy_function(tmp_path):

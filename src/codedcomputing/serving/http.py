@@ -19,19 +19,37 @@ Contract (clients and tests rely on it):
   ``{"outputs": [f_1, ..., f_m], "exact": [e_1, ..., e_m]}``: ``f_i`` the answer to ``x_i``
   (``f(x_i)``, or its decode from the coding group), ``e_i`` whether it is ``f(x_i)`` itself.
   Each input is one query submitted to the server; the response waits for all of them.
-- Malformed requests get a 4xx with a JSON body ``{"error": "..."}`` naming the problem and
-  submit nothing: 415 a content type other than JSON; 413 a body over ``max_body_bytes``
-  (or more than ``max_inputs`` inputs); 400 a body that is not JSON (NaN and Infinity
-  tokens included); 422 valid JSON that is not an object with a non-empty list ``"inputs"``
-  of finite numeric inputs of the model's shape. 503 ``{"error": "..."}``: the server is not
-  ready yet, failed to start, or is shutting down.
+- Every response the app sends has a JSON body ``{"error": "..."}`` naming the problem unless it
+  is a 200 (or ``/metrics``' text). Malformed requests get a 4xx and submit nothing: 415 a
+  content type other than JSON; 413 a body over ``max_body_bytes`` (or more than
+  ``max_inputs`` inputs); 400 a body that is not JSON: not UTF-8, cut short, NaN and Infinity
+  tokens, or arrays and objects nested deeper than the parser goes (orjson: 1,024 levels; the
+  standard library: Python's recursion limit, about 1,000, less the server's own frames); 422
+  valid JSON that is not an object with a non-empty list ``"inputs"`` of finite numeric
+  inputs of the model's shape (a number too large for the input dtype, ``1e400`` or a
+  5,000-digit integer, is not finite; of duplicate keys the last counts, as in both parsers);
+  404 a path other than the three below; 405 another method (with ``Allow``). 500: an
+  unexpected error in the app (logged with its traceback). 503 ``{"error": "..."}``: the
+  server is not ready yet, failed to start, or is shutting down (a request still waiting at
+  uvicorn's graceful-shutdown timeout is answered so, not cancelled without a word).
 - A partial answer: when some inputs of a request could not be answered (a replica failed their
   queries and no other path could), the request answers 503 with ``{"error": "...", "failed":
   [i, ...], "outputs": [...], "exact": [...]}``: ``error`` names each failed input and why,
   ``failed`` lists their indices (ascending), and ``outputs``/``exact`` are as for a 200 with
   ``null`` at the failed indices, so a client may keep the answered ones and resend only the
-  failed inputs. Every input's query is answered or failed once; none is resubmitted by the
-  server.
+  failed inputs. When every failed input failed by the server's per-query deadline
+  (:class:`~codedcomputing.serving.QueryTimeout`, ``query_timeout``; ``coded serve
+  --query-timeout``, default 30 s), the same body comes with 504. Every input's query is
+  answered or failed once; none is resubmitted by the server.
+- Connections: every response keeps a keep-alive connection open, or says ``Connection:
+  close`` and the server then closes it. Before it answers, the app reads what the client has
+  not yet sent of the request's body and discards it (never kept), at most ``4 *
+  max_body_bytes`` bytes of body in all, so that a client that sends its whole body before it
+  reads (``urllib``, ``http.client``) reads the answer, a 413 included; a body declared or found
+  longer than that bound (and a body a client holds back for ``Expect: 100-continue``) gets
+  its answer at once with ``Connection: close``. uvicorn closes, with ``Connection: close``,
+  when the client asks it, on HTTP/1.0 and at shutdown. A request uvicorn itself cannot parse
+  gets uvicorn's text 400 and a closed connection; it never reaches the app.
 - ``GET /health``: 200 ``{"status": "ready"}`` once the replicas are started and a warm-up
   query has been answered; 503 ``{"status": "starting"}`` before (and ``"closing"`` after);
   503 ``{"status": "failed", "error": "..."}`` when starting the server raised (the error,
@@ -41,18 +59,30 @@ Contract (clients and tests rely on it):
   queries of each outcome, NaN before the first; ``_sum`` and ``_count`` over all) for the
   outcomes of :data:`~codedcomputing.serving.OUTCOMES` (``own``: its own task, exact;
   ``replica``: a replication copy; ``hedge``: the hedged backup; ``decoded``: its group's
-  decode), the count also for ``failed``; ``coded_queries_in_flight``;
-  ``coded_http_responses_total{code}``. Written by hand, a few lines:
-  ``prometheus_client``'s Summary exports no quantiles, so it would add a dependency and still
-  leave the percentiles to us.
+  decode), the count also for ``failed``; ``coded_queries_in_flight`` (queries that requests
+  wait for); ``coded_http_responses_total{code}``: every response the app sends, whatever its
+  path and status (``/health`` and ``/metrics`` too; a scrape counts the responses before
+  it, not itself); not uvicorn's own answers to requests it cannot parse. Written by hand, a
+  few lines: ``prometheus_client``'s Summary exports no quantiles, so it would add a
+  dependency and still leave the percentiles to us.
 - Shutdown (SIGINT or SIGTERM to ``coded serve``): uvicorn stops accepting connections and waits
-  for the requests in flight (their queries are answered), then the lifespan closes the server
-  (:meth:`~codedcomputing.serving.ThreadServer.close`), and the process exits 0.
+  for the requests in flight (their queries are answered); with a graceful-shutdown timeout
+  (``coded serve --graceful-timeout``) the requests still waiting then are answered 503 with
+  ``Connection: close``. Then the lifespan closes the server
+  (:meth:`~codedcomputing.serving.ThreadServer.close`): queries that no request waits for any
+  more fail at once, rather than being computed for nobody, and the process exits 0.
 
 Speed-ups used when installed (``pip install orjson httptools uvloop``; the contract is the same
 without them): orjson parses the request bodies and writes the answers (a malformed body is
 parsed again by the standard library, whose message names the problem); uvicorn then picks
 httptools over h11 and uvloop over asyncio's event loop (``docs/serving.rst``: measured).
+
+Why the depth of a body is bounded by catching the parser's RecursionError rather than by
+scanning the bytes first: a scan of the bytes outside strings (numpy, escapes handled) took
+2.4-8x as long as orjson's whole parse of the same body (16 MB down to one 784-number input),
+on every request; the parsers bound the depth themselves, orjson at 1,024 levels in C and the
+standard library through Python's recursion limit, so the one failure was an uncaught
+RecursionError, and catching it costs nothing on the valid path.
 
 Why Starlette and uvicorn: an app is a list of routes of plain async handlers with one lifespan
 function, and the server is a separate, widely used and well kept program (the stack under
@@ -64,20 +94,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import math
 import threading
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future
 
 import numpy as np
 
 from .records import OUTCOMES
-from .threads import QueryFailed, ThreadServer
+from .threads import QueryFailed, QueryTimeout, ThreadServer
 
 try:
     from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.middleware import Middleware
     from starlette.requests import ClientDisconnect, Request
-    from starlette.responses import JSONResponse, Response
+    from starlette.responses import Response
     from starlette.routing import Route
 except ImportError as err:  # pragma: no cover - the serve extra is missing
     raise ImportError(
@@ -94,6 +128,7 @@ __all__ = ["HTTPMetrics", "create_app", "run"]
 
 QUANTILES = (0.5, 0.99, 0.999)
 _WINDOW = 10_000  # latencies kept per outcome for the quantiles
+_log = logging.getLogger(__name__)
 
 
 class HTTPMetrics:
@@ -136,7 +171,7 @@ class HTTPMetrics:
             lines.append(f'coded_query_latency_seconds_sum{{outcome="{outcome}"}} {self.total[outcome]!r}')
             lines.append(f'coded_query_latency_seconds_count{{outcome="{outcome}"}} {self.count[outcome]}')
         lines += [
-            "# HELP coded_queries_in_flight Queries submitted and not answered yet.",
+            "# HELP coded_queries_in_flight Queries that requests are waiting for.",
             "# TYPE coded_queries_in_flight gauge",
             f"coded_queries_in_flight {self.in_flight}",
             "# HELP coded_http_responses_total HTTP responses, by status code.",
@@ -165,10 +200,12 @@ def _parse_inputs(body: bytes, shape: tuple, dtype: np.dtype, max_inputs: int) -
         except ValueError:  # the standard parser names the problem (or reads 1e400 as inf)
             payload = None
     try:
-        if payload is None:
-            payload = json.loads(body, parse_constant=_reject_constant)
+        if payload is None:  # integers as floats, as orjson reads those beyond 64 bits
+            payload = json.loads(body, parse_constant=_reject_constant, parse_int=float)
     except (ValueError, UnicodeDecodeError) as err:
         raise _BadRequest(400, f"the body is not valid JSON: {err}") from None
+    except RecursionError:  # the module docstring: why not a scan for the depth first
+        raise _BadRequest(400, "the body's JSON is nested too deep (about 1,000 levels or more)") from None
     if not isinstance(payload, dict) or "inputs" not in payload:
         raise _BadRequest(422, 'the body must be a JSON object with a key "inputs" (a list of inputs)')
     inputs = payload["inputs"]
@@ -211,9 +248,97 @@ def _one_input(item, i: int, shape: tuple, size: int) -> np.ndarray:
     return row.reshape(shape)
 
 
-def _json(status: int, content) -> Response:
+def _json(status: int, content, headers=None) -> Response:
     encoded = _fast_dumps(content) if _fast_dumps is not None else json.dumps(content).encode()
-    return Response(encoded, status_code=status, media_type="application/json")
+    return Response(encoded, status_code=status, headers=headers, media_type="application/json")
+
+
+class _RequestBody:
+    """One request's body as the app reads it (``receive``); ``settle`` reads and discards what
+    is left of it, at most ``limit`` bytes of body in all, before the response."""
+
+    def __init__(self, scope, receive, limit: int):
+        headers = dict(scope.get("headers", ()))
+        length = headers.get(b"content-length", b"")
+        self.declared = int(length) if length.isdigit() else None
+        self.ended = not self.declared and b"transfer-encoding" not in headers  # no body
+        self.expects_continue = headers.get(b"expect", b"").lower() == b"100-continue"
+        self.limit, self.read, self.asked = limit, 0, False
+        self.closing = False  # set: the connection closes after this response, whatever is left
+        self._receive = receive
+
+    async def receive(self):
+        self.asked = True
+        message = await self._receive()
+        if message["type"] == "http.request":
+            self.read += len(message.get("body", b""))
+            self.ended = not message.get("more_body", False)
+        else:  # http.disconnect: nothing more will come
+            self.ended = True
+        return message
+
+    async def settle(self) -> bool:
+        """Read and discard the rest of the body; True when the connection can serve on."""
+        if self.closing:
+            return False
+        if self.ended:
+            return True
+        if (self.declared is not None and self.declared > self.limit) or (
+            self.expects_continue and not self.asked  # the client waits for a 100: it sent nothing
+        ):
+            return False
+        while not self.ended and self.read <= self.limit:
+            await self.receive()
+        return self.read <= self.limit
+
+
+class _EveryResponse:
+    """ASGI middleware around the routes, for the contract's guarantees on every response:
+    counted by status in ``metrics``; sent once what is left of the request body was read and
+    discarded (at most ``drain_bytes`` of body), else with ``Connection: close``; an unexpected
+    error answered by a JSON 500, a cancelled request (uvicorn's graceful-shutdown timeout) by
+    a JSON 503 with ``Connection: close``."""
+
+    def __init__(self, app, metrics: HTTPMetrics, drain_bytes: int):
+        self.app, self.metrics, self.drain_bytes = app, metrics, drain_bytes
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        body = _RequestBody(scope, receive, self.drain_bytes)
+        sent = {"start": False, "end": False}
+
+        async def send_counted(message) -> None:
+            if message["type"] == "http.response.start":
+                if not await body.settle():
+                    message = {**message, "headers": [*message.get("headers", ()), (b"connection", b"close")]}
+                self.metrics.response(message["status"])
+                sent["start"] = True
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                sent["end"] = True
+            await send(message)
+
+        try:
+            await self.app(scope, body.receive, send_counted)
+        except asyncio.CancelledError:
+            if sent["start"]:
+                raise
+            task = asyncio.current_task()
+            if hasattr(task, "uncancel"):  # Python 3.11+: the request is answered, not cancelled
+                task.uncancel()
+            body.closing = True
+            error = "the server is shutting down: the request was cancelled before it was answered"
+            await _json(503, {"error": error})(scope, body.receive, send_counted)
+        except Exception as err:
+            if sent["end"]:  # answered already: logged, and the connection serves on
+                _log.exception("error after the response to %s %s", scope["method"], scope["path"])
+            elif sent["start"]:  # a response cut short: uvicorn closes the connection
+                raise
+            else:
+                _log.exception("unexpected error on %s %s", scope["method"], scope["path"])
+                error = f"the server failed on this request ({type(err).__name__}: {err})"
+                await _json(500, {"error": error})(scope, body.receive, send_counted)
 
 
 def create_app(
@@ -239,11 +364,14 @@ def create_app(
     input_dtype : numpy dtype, default float32
         The inputs are cast to it before they are submitted.
     max_body_bytes : int, default 16 MiB
-        Larger bodies get 413 without being read past the limit.
+        Larger bodies get 413, nothing of them kept; a body up to 4x this is read to its end
+        first (module docstring: connections).
     max_inputs : int, default 1024
         More inputs in one request get 413.
     close_timeout : float or None, default 30
-        Seconds the shutdown waits for queries still in the server (:meth:`ThreadServer.close`).
+        Seconds the shutdown waits for requests still waiting for their queries (none under
+        uvicorn, which closes the lifespan after its requests); then the server closes, and
+        queries no request waits for fail at once.
     """
     if not callable(make_server):
         raise ValueError(f"make_server must be a callable returning a ThreadServer, got {make_server!r}")
@@ -261,6 +389,8 @@ def create_app(
             raise ValueError(f"{name} must be a positive int, got {value!r}")
     state = {"status": "starting", "server": None, "error": None}
     metrics = HTTPMetrics()
+    waiting: set[asyncio.Future] = set()  # the requests' waits for their queries' answers
+    orphans: list[Future] = []  # queries whose request stopped waiting (cancelled at shutdown)
 
     def start_server() -> None:
         try:
@@ -284,48 +414,52 @@ def create_app(
             state["status"] = "closing"
             with contextlib.suppress(Exception):
                 await starting
-            if state["server"] is not None:
-                await asyncio.to_thread(state["server"].close, close_timeout)
-
-    def reply(status: int, content) -> Response:
-        metrics.response(status)
-        return _json(status, content)
+            if waiting:
+                await asyncio.wait(set(waiting), timeout=close_timeout)
+            if state["server"] is not None:  # nobody waits for the orphans: failed, not computed
+                timeout = 0.0 if any(not query.done() for query in orphans) else close_timeout
+                await asyncio.to_thread(state["server"].close, timeout)
 
     async def predict(request: Request) -> Response:
         if state["status"] != "ready":
             why = f" to start ({state['error']})" if state["status"] == "failed" else ""
-            return reply(503, {"error": f"the server is {state['status']}{why}"})
+            return _json(503, {"error": f"the server is {state['status']}{why}"})
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type != "application/json":
-            return reply(415, {"error": f"content type must be application/json, got {content_type!r}"})
+            return _json(415, {"error": f"content type must be application/json, got {content_type!r}"})
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
-            return reply(
-                413, {"error": f"the body ({declared} bytes) exceeds max_body_bytes={max_body_bytes}"}
-            )
+            error = f"the body ({declared} bytes) exceeds max_body_bytes={max_body_bytes}"
+            return _json(413, {"error": error})
         chunks, length = [], 0
         try:
             async for chunk in request.stream():
                 length += len(chunk)
                 if length > max_body_bytes:
-                    return reply(413, {"error": f"the body exceeds max_body_bytes={max_body_bytes}"})
+                    return _json(413, {"error": f"the body exceeds max_body_bytes={max_body_bytes}"})
                 chunks.append(chunk)
         except ClientDisconnect:
-            return reply(400, {"error": "the client disconnected before the body ended"})
+            return _json(400, {"error": "the client disconnected before the body ended"})
         try:
             rows = _parse_inputs(b"".join(chunks), shape, dtype, max_inputs)
         except _BadRequest as bad:
-            return reply(bad.status, {"error": str(bad)})
+            return _json(bad.status, {"error": str(bad)})
         server = state["server"]
         try:
             futures = [server.submit(row) for row in rows]
         except RuntimeError as err:  # closed between the check and the submit
-            return reply(503, {"error": str(err)})
+            return _json(503, {"error": str(err)})
+        answered = asyncio.gather(*(asyncio.wrap_future(f) for f in futures), return_exceptions=True)
+        waiting.add(answered)
         metrics.in_flight += len(futures)
         try:
-            answers = await asyncio.gather(*(asyncio.wrap_future(f) for f in futures), return_exceptions=True)
+            answers = await answered
+        except asyncio.CancelledError:  # the middleware answers 503; the server fails these at close
+            orphans.extend(f for f in futures if not f.done())
+            raise
         finally:
             metrics.in_flight -= len(futures)
+            waiting.discard(answered)
         failed = [i for i, a in enumerate(answers) if isinstance(a, BaseException)]
         for answer in answers:
             if isinstance(answer, BaseException):
@@ -344,23 +478,40 @@ def create_app(
                 "error": f"{len(failed)} of {len(answers)} inputs were not answered: " + "; ".join(reasons)
             }
             content.update(failed=failed, outputs=outputs, exact=exact)
-            return reply(503, content)
-        return reply(200, {"outputs": outputs, "exact": exact})
+            timed_out = all(isinstance(answers[i], QueryTimeout) for i in failed)
+            return _json(504 if timed_out else 503, content)
+        return _json(200, {"outputs": outputs, "exact": exact})
 
     async def health(request: Request) -> Response:
         status = state["status"]
         content = {"status": status} if status != "failed" else {"status": status, "error": state["error"]}
-        return JSONResponse(content, status_code=200 if status == "ready" else 503)
+        return _json(200 if status == "ready" else 503, content)
 
     async def metrics_text(request: Request) -> Response:
         return Response(metrics.text(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    async def no_route(request: Request, exc: HTTPException) -> Response:
+        path = request.url.path
+        if exc.status_code == 404:
+            error = f"no endpoint at {path}: POST /predict, GET /health, GET /metrics"
+        elif exc.status_code == 405:
+            allowed = (exc.headers or {}).get("Allow", "")
+            error = f"method {request.method} is not allowed on {path} (allowed: {allowed})"
+        else:
+            error = str(exc.detail)
+        return _json(exc.status_code, {"error": error}, headers=exc.headers)
 
     routes = [
         Route("/predict", predict, methods=["POST"]),
         Route("/health", health, methods=["GET"]),
         Route("/metrics", metrics_text, methods=["GET"]),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[Middleware(_EveryResponse, metrics=metrics, drain_bytes=4 * max_body_bytes)],
+        exception_handlers={HTTPException: no_route},
+    )
     app.state.metrics = metrics
     app.state.serving = state
     return app
@@ -372,8 +523,8 @@ def run(app, host: str = "127.0.0.1", port: int = 8000, *, log_level: str = "war
     uvicorn's own ``run`` raises the caught signal again after its graceful shutdown (the
     process then dies of it); here a drained shutdown returns normally, so ``coded serve``
     exits 0. ``config``: more ``uvicorn.Config`` options (e.g. ``timeout_graceful_shutdown``:
-    seconds the drain waits for requests in flight before it cancels them; None, uvicorn's
-    default: no limit).
+    seconds the drain waits for requests in flight before it cancels them, which an app from
+    :func:`create_app` answers 503; None, uvicorn's default: no limit).
     """
     import uvicorn
 
