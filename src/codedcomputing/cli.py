@@ -245,10 +245,10 @@ def demo(
         None,
         min=0.01,
         help="coded: ms a query's own task may run (or wait behind a running one) before the query is "
-        "decoded, and at least this long after its group's close (3 service times: 60).",
+        "decoded, and at least this long after its group's close (1.5 service times: 30).",
     ),
     hedge_delay: float = typer.Option(
-        None, min=0.01, help="hedge: ms before the backup request (3 service times: 60)."
+        None, min=0.01, help="hedge: ms before the backup request (1.5 service times: 30)."
     ),
     max_group_wait: float = typer.Option(
         None, min=0.01, help="coded and ParM: ms a group waits for its last query (2 service times: 40)."

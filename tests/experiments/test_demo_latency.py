@@ -85,7 +85,7 @@ def test_serving_demo_prints_every_scheme_and_a_verdict_naming_the_lowest_tail(t
     result = runner.invoke(app, ["demo", "--quick", "--queries", "60", "--seed", "1"], env=WIDE)
     assert result.exit_code == 0, result.output
     rows = _serving_table(result.output)
-    expected = {"none", "replication x2", "hedge after 60 ms", "coded BACC 4+2", "coded GCC 4+2"}
+    expected = {"none", "replication x2", "hedge after 30 ms", "coded BACC 4+2", "coded GCC 4+2"}
     if parity.is_cached("lenet5", 2):
         expected.add("ParM k=2")
     else:
@@ -100,7 +100,7 @@ def test_serving_demo_prints_every_scheme_and_a_verdict_naming_the_lowest_tail(t
     # real service times vary, so these are loose
     assert work["none"] == 1.0 and 1.3 <= work["replication x2"] <= 2.3
     assert 1.1 <= work["coded BACC 4+2"] <= 2.0  # 2 parities per group of up to 4
-    for name in ("none", "replication x2", "hedge after 60 ms"):  # exact schemes
+    for name in ("none", "replication x2", "hedge after 30 ms"):  # exact schemes
         assert rows[name]["agrees"] == "100.0%" and rows[name]["decoded"] == "0.0%"
     verdict = " ".join(result.output.split("verdict: ")[1].split())
     named = next(name for name in sorted(rows, key=len, reverse=True) if verdict.startswith(name))
@@ -140,18 +140,18 @@ def test_verdict_names_the_lowest_p999_with_its_cost_and_why():
     rows = [
         _row("none", "none", 250.0),
         _row("replication x2", "replication", 230.0, extra_load=1.0),
-        _row("hedge after 60 ms", "hedge", 120.0, extra_load=0.05),
+        _row("hedge after 30 ms", "hedge", 120.0, extra_load=0.05),
         _row("coded BACC 4+2", "coded", 80.0, accuracy=0.974, decoded=0.03, extra_load=0.5),
     ]
     line = verdict(rows)
-    assert line.startswith("coded BACC 4+2 had the lowest p99.9 (80 ms, against 120 ms for hedge after 60 ms")
+    assert line.startswith("coded BACC 4+2 had the lowest p99.9 (80 ms, against 120 ms for hedge after 30 ms")
     assert "250 ms for none" in line and "0.6 points of accuracy" in line and "50% extra work" in line
     assert "decoded from their groups" in line and "3.0% of queries decoded" in line
     assert "\n" not in line
     # the order of the rows does not matter; a hedge that wins costs no accuracy
     rows[2]["p99.9_ms"] = 70.0
     line = verdict(rows[::-1])
-    assert line.startswith("hedge after 60 ms had the lowest p99.9 (70 ms, against 80 ms for coded BACC 4+2")
+    assert line.startswith("hedge after 30 ms had the lowest p99.9 (70 ms, against 80 ms for coded BACC 4+2")
     assert "no accuracy" in line and "backup request" in line
     # plain load balancing winning says so: redundancy lost
     line = verdict([_row("none", "none", 50.0), rows[3]])
