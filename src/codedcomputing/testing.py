@@ -403,6 +403,38 @@ def check_decode_details(code: Code, rng) -> None:
     )
 
 
+def check_fast_paths(code: Code, rng) -> None:
+    """``decode_rows`` (checked and trusted) gives ``decode_details``' rows and exact flags, a
+    systematic worker's own result bit for bit; ``encoder_rows`` reproduces ``encode`` (None
+    only for a batch-adaptive code)."""
+    alive = rng.permutation(_decodable(code))
+    X = rng.standard_normal((code.num_inputs, 3))
+    Y = np.sin(code.encode(X)[alive])
+    details = code.decode_details(Y, alive)
+    rows = rng.permutation(code.num_inputs)[: max(1, code.num_inputs // 2)]
+    tolerance = _roundoff(code, alive, Y)
+    for trusted in (False, True):
+        values, exact = code.decode_rows(Y, alive, rows, trusted=trusted)
+        _close(values, _rows(details.estimates, rows), tolerance, f"decode_rows(trusted={trusted})")
+        expected = np.asarray(details.info["exact"])[rows]
+        assert np.array_equal(np.asarray(exact, dtype=bool), expected), (
+            f"decode_rows(trusted={trusted}) exact {exact!r}, decode_details' {expected!r}"
+        )
+        raw = np.asarray(code.systematic_inputs)
+        for j, k in enumerate(rows.tolist()):
+            own = [i for i, n in enumerate(alive.tolist()) if raw[n] == k]
+            if own:  # the first listed worker that computed input k raw
+                assert np.array_equal(_numpy(values)[j], _numpy(Y)[own[0]]), f"input {k}'s own result"
+    matrix = code.encoder_rows()
+    if matrix is None:
+        assert code.batch_adaptive, "encoder_rows() is None only for a batch-adaptive code"
+        return
+    assert matrix.shape == (code.num_workers, code.num_inputs) and not matrix.flags.writeable
+    _close(matrix @ X, code.encode(X), _encode_roundoff(code, X), "encoder_rows() @ X")
+    workers = rng.permutation(code.num_workers)[:2]
+    assert np.array_equal(code.encoder_rows(workers), matrix[workers])
+
+
 def check_pickling(code: Code, rng) -> None:
     """A pickled and unpickled code (after decoding, so with a warm cache) decodes the same."""
     alive = _decodable(code)
@@ -627,6 +659,7 @@ CHECKS = [
     check_nonfinite_results_are_erasures,
     check_numpy_and_torch_agree,
     check_decode_details,
+    check_fast_paths,
     check_pickling,
     check_thread_safety,
     check_promise,

@@ -157,10 +157,14 @@ class BACC(Code):
         return _arraylib.apply_matrix(self._decoder(alive), Y), {}
 
     def _decode_rows(self, Y, alive, rows):
-        """Rows ``rows`` of :meth:`_decode`'s estimates alone (checked ``Y`` and ``alive`` as
-        there): a serving frontend decodes the few queries still waiting in a group, and for a
-        new alive set the ``(len(rows), len(alive))`` Berrut rows cost a fraction of the whole
+        """``(values, exact)``: rows ``rows`` of :meth:`_decode`'s estimates alone (checked
+        ``Y`` and ``alive`` as there; :meth:`~codedcomputing.codes.base.Code.decode_rows`): a
+        serving frontend decodes the few queries still waiting in a group, and for a new alive
+        set the ``(len(rows), len(alive))`` Berrut rows cost a fraction of the whole
         ``(K, len(alive))`` decoder. Codes that decode by the fast map decode every row."""
+        if type(self)._decode is not BACC._decode:  # a subclass decodes otherwise (ApproxIFER locates)
+            return super()._decode_rows(Y, alive, rows)
+        exact = np.zeros(len(rows), dtype=bool)  # Berrut's estimates are approximations
         if self._fast_decode:
-            return self._decode(Y, alive)[0][rows]
-        return _arraylib.apply_matrix(berrut_matrix(self.beta[alive], self.alpha[rows]), Y)
+            return self._decode(Y, alive)[0][rows], exact
+        return _arraylib.apply_matrix(berrut_matrix(self.beta[alive], self.alpha[rows]), Y), exact

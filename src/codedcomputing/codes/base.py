@@ -332,6 +332,7 @@ class Code(ABC):
         state = self.__dict__.copy()
         state.pop("_decoders", None)  # a cache: rebuilt on demand, not worth shipping
         state.pop("_decoders_lock", None)
+        state.pop("_encoder_rows", None)
         return state
 
     def __setstate__(self, state):
@@ -423,6 +424,58 @@ class Code(ABC):
         estimates, returned = self._keep_systematic(estimates, Y, alive)
         info["exact"] = _arraylib.read_only(exact | returned)
         return Decoded(estimates, by_worker_alive, np.sort(erased), MappingProxyType(info))
+
+    def decode_rows(self, Y, alive, rows, *, trusted: bool = False):
+        """The estimates of the inputs ``rows`` alone, and whether each is exact:
+        ``(values, exact)``, ``values`` of shape ``(len(rows), ...)``, ``exact`` ``(len(rows),)``.
+
+        The same numbers as rows ``rows`` of :meth:`decode_details` (its estimates and
+        ``info["exact"]``; a systematic worker's own result is its input's value, bit for bit).
+        ``trusted=True`` is a serving frontend's fast path: the caller vouches that ``Y`` is
+        finite and of one shape, ``alive`` distinct workers in ``0..N-1``, at least
+        :attr:`min_results` of them, and ``rows`` inputs in ``0..K-1`` (its own, already
+        validated results), so no argument is checked; and a code that decodes a few rows for
+        less than all of them (:class:`~codedcomputing.BACC`) does so.
+        """
+        if not trusted:
+            rows = np.asarray(rows)
+            if rows.ndim != 1 or (rows.size and (rows.min() < 0 or rows.max() >= self.num_inputs)):
+                raise ValueError(
+                    f"rows must be a 1-D sequence of inputs in 0..{self.num_inputs - 1}, got {rows!r}"
+                )
+            decoded = self.decode_details(Y, alive)
+            return _arraylib.take_rows(decoded.estimates, rows), np.asarray(decoded.info["exact"])[rows]
+        rows = np.asarray(rows, dtype=np.intp)
+        Y, alive = by_worker(Y, np.asarray(alive, dtype=np.intp))
+        values, exact = self._decode_rows(Y, alive, rows)
+        own = self._systematic_inputs[alive]  # per row of Y: the input it computed raw, or -1
+        if (own >= 0).any():
+            where = {int(k): i for i, k in reversed(list(enumerate(own))) if k >= 0}  # first in alive
+            kept = [j for j, k in enumerate(rows.tolist()) if k in where]
+            if kept:
+                if not _arraylib.is_torch(values) and not values.flags.writeable:
+                    values = values.copy()
+                own_rows = _arraylib.take_rows(Y, [where[int(rows[j])] for j in kept])
+                values = _arraylib.set_rows(values, kept, own_rows)
+                exact = exact.copy()
+                exact[kept] = True
+        return values, exact
+
+    def encoder_rows(self, workers=None) -> np.ndarray | None:
+        """``E`` with ``encode(X)[workers] == E @ X`` (rows flattened) for every ``X``: the
+        rows of a linear code's encoder, ``(len(workers), K)`` (all ``N`` for None), cached
+        and read-only; None for a batch-adaptive code, whose encoder depends on the inputs.
+        A serving frontend encodes a group's parities with it: one product."""
+        if self.batch_adaptive:
+            return None
+        matrix = self.__dict__.get("_encoder_rows")
+        if matrix is None:  # two threads may both build it: the same matrix
+            encoded = np.asarray(self.encode(np.eye(self.num_inputs)))
+            matrix = _arraylib.read_only(np.ascontiguousarray(encoded))
+            self.__dict__["_encoder_rows"] = matrix
+        if workers is None:
+            return matrix
+        return _arraylib.read_only(matrix[np.asarray(workers, dtype=np.intp)])
 
     def promised_case(self, rng: np.random.Generator):
         """One instance of this code's promise, for :func:`codedcomputing.testing.check_code`:
@@ -537,6 +590,14 @@ class Code(ABC):
 
     @abstractmethod
     def _encode(self, X): ...
+
+    def _decode_rows(self, Y, alive: np.ndarray, rows: np.ndarray):
+        """``(values, exact)`` of the inputs ``rows`` from checked results in worker order (as
+        :meth:`_decode`), before a systematic worker's own result is kept. By default the whole
+        :meth:`_decode`, then the rows; a code that decodes a few rows for less overrides it."""
+        estimates, info = self._decode(Y, alive)
+        exact = np.asarray(info["exact"], dtype=bool)[rows] if "exact" in info else np.zeros(rows.size, bool)
+        return _arraylib.take_rows(estimates, rows), exact
 
     @abstractmethod
     def _decode(self, Y, alive: np.ndarray) -> tuple[object, dict]:

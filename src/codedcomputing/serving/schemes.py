@@ -404,11 +404,12 @@ class Coded(_Grouped):
     (explicit ``alpha`` and ``beta`` are not carried over). ManifoldGCC lays out each decoded group afresh
     (:meth:`~codedcomputing.codes.Code.bind`). Answers: each decoded query gets row q of
     ``code.decode`` on its group's results at its decode, ``exact`` as the decode reports.
-    On a live server the frontend does it without re-checking what it built itself: a group's
-    parity inputs are one product with the parity rows of ``code.encode(eye(m))`` (cached per
-    group size; the encoders are linear; a batch-adaptive code binds and encodes each group),
-    and a decode calls the code's decoder on the replicas' already checked results, skipping
-    ``decode_details``' argument checks (the same estimates and ``exact``).
+    On a live server the frontend goes through the codes' public fast path: a group's parity
+    inputs are one product with :meth:`~codedcomputing.codes.base.Code.encoder_rows` (cached
+    by the code; a batch-adaptive code binds and encodes each group), and a decode is
+    :meth:`~codedcomputing.codes.base.Code.decode_rows` with ``trusted=True`` on the replicas'
+    validated results (the same estimates and ``exact`` as ``decode_details``, no argument
+    checks, only the rows of the queries waiting).
     """
 
     name = "coded"
@@ -507,16 +508,15 @@ class Coded(_Grouped):
 
     def _plan(self, size):
         """``(code, parity workers, parity matrix)`` of a group of ``size`` queries, cached:
-        the parity rows of ``code.encode(eye(size))`` (the encoders are linear), or None
-        for a batch-adaptive code (its layout, hence its encoder, depends on the group)."""
+        the parity rows of the code's encoder (:meth:`~codedcomputing.codes.base.Code.encoder_rows`),
+        or None for a batch-adaptive code (its layout, hence its encoder, depends on the group)."""
         plan = self._plans.get(size)
         if plan is None:
             code = self.code_for(size)
             if code.batch_adaptive:
                 return None
             workers = np.flatnonzero(np.asarray(code.systematic_inputs) < 0)
-            matrix = np.ascontiguousarray(np.asarray(code.encode(np.eye(size)))[workers])
-            plan = self._plans[size] = (code, workers, matrix)
+            plan = self._plans[size] = (code, workers, code.encoder_rows(workers))
         return plan
 
     def _parity_inputs(self, run, group, count):
@@ -549,24 +549,13 @@ class Coded(_Grouped):
         stacked = np.stack([results[j] for j in order])
         if not np.issubdtype(stacked.dtype, np.floating):
             stacked = stacked.astype(np.float64)
-        # The results are the replicas' checked outputs (finite, one shape) and the workers the
-        # frontend's own, distinct: the code's decoder without ``decode_details``' checks.
+        # The results are the replicas' validated outputs (finite, one shape) and the workers the
+        # frontend's own, distinct: the code's trusted fast path, only the rows of the queries
+        # waiting (BACC: a fraction of the whole decode); a query's own result is kept bit for bit.
         alive = np.array([worker_of[j] for j in order], dtype=np.int64)
-        positions = [self.position[q] for q in queries]
-        exact = np.zeros(len(positions), dtype=bool)
-        decode_rows = getattr(code, "_decode_rows", None)
-        if decode_rows is not None:  # only the rows of the queries waiting (BACC: a fraction of the cost)
-            values = np.asarray(decode_rows(stacked, alive, positions))
-        else:
-            estimates, info = code._decode(stacked, alive)
-            values = np.asarray(estimates)[positions]
-            if "exact" in info:
-                exact |= np.asarray(info["exact"], dtype=bool)[positions]
-        for i, position in enumerate(positions):  # a query's own result, where it is in, bit for bit
-            if position in arrived:
-                values[i] = results[arrived.index(position)]
-                exact[i] = True
-        return values, exact
+        positions = np.array([self.position[q] for q in queries], dtype=np.intp)
+        values, exact = code.decode_rows(stacked, alive, positions, trusted=True)
+        return np.asarray(values), exact
 
     def _closed(self, run, group):
         self.min_results[group] = self.code_for(len(self.members[group])).min_results
