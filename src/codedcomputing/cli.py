@@ -276,7 +276,8 @@ def demo(
     utilisation; each task sleeps an injected service time first, 10 times longer for the
     rare stragglers. Every scheme runs on the same replicas, arrivals, digits and draws: none
     (load-balanced), replication (2 copies), hedging, coded BACC and GCC (systematic, K queries
-    per group plus parities, decoding a group --tau after its close), and ParM when its parity
+    per group plus parities, decoding a query once its own task ran, or waited behind a running
+    one, for --tau, and --tau after its group's close), and ParM when its parity
     model is cached. Prints a line per scheme as it runs, then latency percentiles, accuracy,
     agreement with the exact model, the decoded share and the work per query, and a verdict.
     With --batch: the batch demo (uncoded, replication, BACC and GCC per call of K digits).
