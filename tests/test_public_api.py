@@ -74,7 +74,7 @@ EXPORTS = {
         "OUTCOMES", "SCHEMES", "Answer", "Coded", "Hedge", "Interference", "NoRedundancy", "ParM",
         "QueryFailed", "QueryTimeout", "RayServer", "ReplicaLost", "Replication", "Scheme", "ServingRecord",
         "SimulatedServer", "ThreadServer", "bursty_arrivals", "can_pin", "drive", "make_scheme",
-        "mean_service", "poisson_arrivals",
+        "mean_service", "parse_scheme", "poisson_arrivals",
     },
     "codedcomputing.stragglers": {"bernoulli", "contiguous", "random"},
     "codedcomputing.tuning": {"TuningResult", "tune"},

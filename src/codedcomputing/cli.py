@@ -708,6 +708,13 @@ def plot(
 
 SERVE_MODELS = ("lenet5", "vit", "identity")
 SERVE_SCHEMES = ("none", "replication", "hedge", "coded", "parm")
+# coded serve's scheme options under --scheme's own, in the server's clock units (ms)
+SERVE_DEFAULTS = {
+    "replication": {"copies": 2},
+    "hedge": {"delay": 10.0},
+    "coded": {"code": "bacc", "k": 4, "parities": 2, "tau": 10.0, "max_group_wait": 20.0},
+    "parm": {"k": 4, "max_group_wait": 20.0},
+}
 
 
 def _input_shape(text: str | None, default: tuple) -> tuple:
@@ -758,7 +765,13 @@ def serve(
     model: str = typer.Option(
         "lenet5", help="lenet5, vit, identity (f(x) = x, for tests), or a torch module saved with torch.save."
     ),
-    scheme: str = typer.Option("none", help=f"One of {', '.join(SERVE_SCHEMES)}."),
+    scheme: str = typer.Option(
+        "none",
+        help="The scheme and its options in one place, NAME or NAME:key=value,...: none; "
+        "replication:copies=2; hedge:delay=10; coded:code=bacc,k=4,parities=2,tau=10,max_group_wait=20 "
+        "(code bacc, gcc or manifold-gcc; rule=straggling or group); parm:k=4,max_group_wait=20. "
+        "Times in ms; the values shown are the defaults.",
+    ),
     replicas: int = typer.Option(4, "--replicas", "-r", min=1, help="R, the model replicas."),
     backend: Backend = typer.Option(
         "thread",
@@ -773,20 +786,6 @@ def serve(
     port: int = typer.Option(8000, min=0, max=65535, help="The port to listen on."),
     input_shape: str = typer.Option(
         None, help="One input's shape, e.g. 1,28,28 (default 1,28,28: the digits models')."
-    ),
-    copies: int = typer.Option(2, min=2, help="replication: copies per query."),
-    hedge_delay: float = typer.Option(10.0, min=0.0, help="hedge: ms before the backup request."),
-    code: str = typer.Option("bacc", help="coded: bacc or gcc (systematic)."),
-    group_size: int = typer.Option(4, min=1, help="coded and parm: K, queries per group."),
-    parities: int = typer.Option(2, min=1, help="coded: parity tasks per group (N = K + parities)."),
-    tau: float = typer.Option(
-        10.0,
-        min=0.0,
-        help="coded: ms a query's own task may run (or wait behind a running one) before the query is "
-        "decoded, and at least this long after its group's close.",
-    ),
-    max_group_wait: float = typer.Option(
-        20.0, min=0.0, help="coded and parm: ms a group waits for its K-th query."
     ),
     service_ms: float = typer.Option(
         0.0, min=0.0, help="An injected service time in ms added to every task (demos, tests)."
@@ -818,9 +817,10 @@ def serve(
     server starts and stops. /health answers 503 until every replica is up.
 
     POST /predict {"inputs": [...]} -> {"outputs": [...], "exact": [...]}; GET /health (200 once
-    ready); GET /metrics (Prometheus text). Times (--hedge-delay, --tau, --max-group-wait,
-    --service-ms) are in milliseconds, --query-timeout and --graceful-timeout in seconds. SIGINT or
-    SIGTERM drains the queries in flight and exits 0.
+    ready); GET /metrics (Prometheus text). --scheme names the scheme and its options in one
+    place (e.g. coded:k=4,parities=2,tau=10). Times (the scheme's, --service-ms) are in
+    milliseconds, --query-timeout and --graceful-timeout in seconds. SIGINT or SIGTERM drains the
+    queries in flight and exits 0.
     A port in use, or an address that cannot be listened on, is said in one line (exit status 3)
     before anything starts.
     """
@@ -839,38 +839,23 @@ def serve(
         raise typer.BadParameter(
             f"must be auto, h11 or httptools, got {http_impl!r}", param_hint="--http-impl"
         )
-    if scheme not in SERVE_SCHEMES:
-        raise typer.BadParameter(
-            f"must be one of {', '.join(SERVE_SCHEMES)}, got {scheme!r}", param_hint="--scheme"
-        )
-    wait = max_group_wait if max_group_wait > 0 else math.inf
+    from .serving import parse_scheme
+
     try:
-        if scheme == "coded":
-            if code not in ("bacc", "gcc"):
-                raise typer.BadParameter(f"must be bacc or gcc, got {code!r}", param_hint="--code")
-            coded = CODES[code](group_size, group_size + parities, systematic=True)
-            chosen = make_scheme("coded", code=coded, tau=tau, max_group_wait=wait)
-        elif scheme == "parm":
+        chosen = parse_scheme(scheme, SERVE_DEFAULTS)
+        if chosen.name == "parm":
             if model not in ("lenet5", "vit"):
-                raise typer.BadParameter(
-                    "parm needs --model lenet5 or vit (their parity models)", param_hint="--scheme"
-                )
+                raise ValueError("parm needs --model lenet5 or vit (their parity models)")
             from .models import parity
 
-            if not parity.is_cached(model, group_size):
-                raise typer.BadParameter(
-                    f"no parity model of {model} for groups of {group_size} is cached: train it first "
-                    f"(codedcomputing.models.parity.load_parity('{model}', {group_size}))",
-                    param_hint="--scheme",
+            k = chosen.group_size
+            if not parity.is_cached(model, k):
+                raise ValueError(
+                    f"no parity model of {model} for groups of {k} is cached: train it first "
+                    f"(codedcomputing.models.parity.load_parity('{model}', {k}))"
                 )
-            parity_f = parity.parity_function(parity.load_parity(model, group_size))
-            chosen = make_scheme("parm", k=group_size, max_group_wait=wait, parity_f=parity_f)
-        elif scheme == "replication":
-            chosen = make_scheme("replication", copies=copies)
-        elif scheme == "hedge":
-            chosen = make_scheme("hedge", delay=hedge_delay)
-        else:
-            chosen = make_scheme("none")
+            parity_f = parity.parity_function(parity.load_parity(model, k))
+            chosen = make_scheme("parm", k=k, max_group_wait=chosen.max_group_wait, parity_f=parity_f)
         chosen.check(replicas)
     except ValueError as err:
         raise typer.BadParameter(str(err), param_hint="--scheme") from None

@@ -629,10 +629,13 @@ def test_coded_serve_refuses_bad_options_before_serving():
 
     for options, word in (
         (["--ray-address", "auto"], "needs --backend ray"),  # the thread backend joins no cluster
-        (["--scheme", "bogus"], "none, replication"),
+        (["--scheme", "bogus"], "'bogus'"),
         (["--scheme", "parm", "--model", "identity"], "parm needs"),
-        (["--scheme", "coded", "--code", "lcc"], "bacc or gcc"),
-        (["--scheme", "replication", "--copies", "3", "--replicas", "2"], "copies"),
+        (["--scheme", "coded:code=lcc"], "'lcc'"),
+        (["--scheme", "replication:copies=3", "--replicas", "2"], "copies"),
+        (["--scheme", "coded:k=4,parities=2", "--replicas", "2"], "num_replicas"),
+        (["--scheme", "hedge:dely=3"], "'dely'"),
+        (["--scheme", "hedge:delay"], "key=value"),
         (["--model", "no/such/model.pt"], "torch.save"),
         (["--model", "identity", "--input-shape", "2,x"], "positive ints"),
         (["--stragglers", "0.1"], "--service-ms"),
@@ -663,7 +666,7 @@ def test_coded_serve_passes_its_graceful_timeout_to_uvicorn(monkeypatch):
 
 def test_coded_serve_gives_the_server_its_query_timeout_in_its_time_units(monkeypatch):
     """--query-timeout SECONDS (default 30) reaches ThreadServer(query_timeout=...) in the
-    server's clock units (milliseconds, as --tau); not positive: refused."""
+    server's clock units (milliseconds, as the scheme's times); not positive: refused."""
     from typer.testing import CliRunner
 
     from codedcomputing.cli import app as cli

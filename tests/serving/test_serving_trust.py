@@ -360,3 +360,38 @@ def test_a_long_stream_is_served_in_bounded_memory(name):
     assert stats["in_flight"] == {"queries": 0, "tasks": 0}
     assert sum(stats["queries"].values()) == 70_000 and stats["queries"]["failed"] == 0
     assert growth < 30.0, f"RSS grew {growth:.1f} MB over 60,000 queries"
+
+
+# --- scheme options in one place ------------------------------------------------------------
+
+
+def test_parse_scheme_reads_a_name_and_its_options():
+    coded = serving.parse_scheme("coded:code=gcc,k=3,parities=1,tau=inf,rule=group,max_group_wait=2.5")
+    assert isinstance(coded.code, cc.GCC) and (coded.code.num_inputs, coded.code.num_workers) == (3, 4)
+    assert coded.tau == math.inf and coded.rule == "group" and coded.max_group_wait == 2.5
+    assert coded.code.get_params()["systematic"] is True
+    assert serving.parse_scheme("hedge:delay=12").delay == 12
+    assert serving.parse_scheme("replication").copies == 2
+    defaults = {"coded": {"tau": 10.0, "k": 2}}
+    under = serving.parse_scheme("coded:tau=7", defaults)
+    assert under.tau == 7 and under.code.num_inputs == 2  # the text's options over the defaults
+    parity = serving.parse_scheme("parm:k=2", {"parm": {"parity_f": _parity_sum}})
+    assert parity.group_size == 2 and parity.parity_f is _parity_sum
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ("bogus", "scheme must be one of"),
+        ("", "scheme must be a name"),
+        ("hedge:delay", "key=value pairs"),
+        ("hedge:dely=3", r"no option 'dely' \(it takes delay\)"),
+        ("coded:k=4,foo=1", r"no option 'foo' \(it takes k, parities, code, tau"),
+        ("coded:code=lcc", "code must be one of bacc, gcc, manifold-gcc"),
+        ("coded:k=0", "k must be"),
+        ("replication:copies=1", "copies"),
+    ],
+)
+def test_parse_scheme_names_what_it_refuses(spec, match):
+    with pytest.raises(ValueError, match=match):
+        serving.parse_scheme(spec)

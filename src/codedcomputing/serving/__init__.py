@@ -32,7 +32,7 @@ from .interference import Interference, can_pin
 from .load import drive
 from .ray_server import RayServer
 from .records import OUTCOMES, ServingRecord
-from .schemes import SCHEMES, Coded, Hedge, NoRedundancy, ParM, Replication, Scheme, make_scheme
+from .schemes import SCHEMES, Coded, Hedge, NoRedundancy, ParM, Replication, Scheme, make_scheme, parse_scheme
 from .server import SimulatedServer
 from .threads import Answer, QueryFailed, QueryTimeout, ReplicaLost, ThreadServer
 
@@ -59,5 +59,6 @@ __all__ = [
     "drive",
     "make_scheme",
     "mean_service",
+    "parse_scheme",
     "poisson_arrivals",
 ]

@@ -34,7 +34,17 @@ import numpy as np
 from .._validation import check_count, check_number
 from ..codes import Code
 
-__all__ = ["SCHEMES", "Coded", "Hedge", "NoRedundancy", "ParM", "Replication", "Scheme", "make_scheme"]
+__all__ = [
+    "SCHEMES",
+    "Coded",
+    "Hedge",
+    "NoRedundancy",
+    "ParM",
+    "Replication",
+    "Scheme",
+    "make_scheme",
+    "parse_scheme",
+]
 
 # A task's role: the query's primary task, a replication copy, a hedge, a group's parity.
 PRIMARY, COPY, HEDGE, PARITY = 0, 1, 2, 3
@@ -95,6 +105,21 @@ class Scheme(ABC):
     def outputs(self, record, inputs, f):
         """``(estimates, exact)`` of every query: ``f`` on its own input (all exact)."""
         return _own_outputs(inputs, f), np.ones(record.num_queries, dtype=bool)
+
+    @classmethod
+    def from_options(cls, **options) -> Scheme:
+        """The scheme built from named options (:func:`parse_scheme`): by default its
+        constructor's parameters."""
+        cls._check_options(options)
+        return cls(**options)
+
+    @classmethod
+    def _check_options(cls, options, extra=()) -> None:
+        accepted = [*extra, *(p for p in inspect.signature(cls).parameters if p != "self")]
+        unknown = sorted(set(options) - set(accepted))
+        if unknown:
+            takes = ", ".join(accepted) if accepted else "no options"
+            raise ValueError(f"scheme {cls.name!r} has no option {unknown[0]!r} (it takes {takes})")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -452,6 +477,26 @@ class Coded(_Grouped):
         self.rule = rule
         self._codes: dict[int, Code] = {code.num_inputs: code}
 
+    @classmethod
+    def from_options(cls, **options) -> Coded:
+        """``code`` a systematic code's name (``bacc``, the default, ``gcc`` or
+        ``manifold-gcc``) or a code; ``k`` queries per group (4) and ``parities`` parity tasks
+        (2; ``N = k + parities``) for a named code; the rest as for the constructor (``tau``,
+        default 1.5, ``max_group_wait``, ``wait_for``, ``rule``)."""
+        cls._check_options(options, extra=("k", "parities"))
+        code = options.pop("code", "bacc")
+        k, parities = options.pop("k", 4), options.pop("parities", 2)
+        if isinstance(code, str):
+            from ..codes import CODES
+
+            names = ("bacc", "gcc", "manifold-gcc")
+            if code not in names:
+                raise ValueError(f"scheme 'coded': code must be one of {', '.join(names)}, got {code!r}")
+            k = check_count(k, "k", 1)
+            code = CODES[code](k, k + check_count(parities, "parities", 1), systematic=True)
+        options.setdefault("tau", 1.5)
+        return cls(code, **options)
+
     def check(self, num_replicas):
         if num_replicas < self.parities + 1:
             raise ValueError(
@@ -745,10 +790,36 @@ def make_scheme(name: str, **options) -> Scheme:
     """The scheme called ``name`` (a key of :data:`SCHEMES`) built with ``options``."""
     if name not in SCHEMES:
         raise ValueError(f"scheme must be one of {sorted(SCHEMES)}, got {name!r}")
-    cls = SCHEMES[name]
-    accepted = [p for p in inspect.signature(cls).parameters if p != "self"]
-    unknown = sorted(set(options) - set(accepted))
-    if unknown:
-        takes = ", ".join(accepted) if accepted else "no options"
-        raise ValueError(f"scheme {name!r} has no option {unknown[0]!r} (it takes {takes})")
-    return cls(**options)
+    return SCHEMES[name].from_options(**options)
+
+
+def parse_scheme(spec: str, defaults=None) -> Scheme:
+    """The scheme a text names, its options written in one place: ``"name"`` or
+    ``"name:key=value,key=value"``, e.g. ``"coded:k=4,parities=2,tau=10"`` or
+    ``"hedge:delay=12"`` (:meth:`Scheme.from_options`: a scheme's constructor parameters;
+    ``coded`` also takes ``code``, ``k`` and ``parities``). A value reads as an int, else a
+    float (``inf`` included), else text. ``defaults``: ``{name: {option: value}}`` under the
+    text's options (what a command line fixes, e.g. ParM's ``parity_f``, or its time units).
+    ValueError names an unknown scheme, an unknown option or a malformed pair."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"scheme must be a name or name:key=value,..., got {spec!r}")
+    name, _, rest = spec.strip().partition(":")
+    if name not in SCHEMES:
+        raise ValueError(f"scheme must be one of {sorted(SCHEMES)}, got {name!r}")
+    options = dict((defaults or {}).get(name, {}))
+    for pair in filter(None, (part.strip() for part in rest.split(","))):
+        key, equals, text = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not equals or not key or not text.strip():
+            raise ValueError(f"scheme options must be key=value pairs, got {pair!r} in {spec!r}")
+        options[key] = _option_value(text.strip())
+    return SCHEMES[name].from_options(**options)
+
+
+def _option_value(text: str):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
