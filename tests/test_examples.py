@@ -19,6 +19,11 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 NEEDS = {"gcc_torch_ray.py": "ray"}
 EXTRA_ARGS = {"pgc_training.py": ["--threads"]}  # its real-time path too: a few seconds more
+# Examples whose claim rests on real-time deadlines (tens to hundreds of ms): on a busy machine
+# the machine's own delays can decide a run (at load 14 no worker answered within 100 ms), so a
+# failed run is run again with its delays and deadline scaled by the next factor; a claim that
+# fails whatever the time scale fails at every factor.
+TIME_SCALES = {"gcc_torch_threads.py": (1, 4, 16), "gcc_torch_ray.py": (1, 4, 16)}
 
 
 def test_examples_exist():
@@ -31,13 +36,17 @@ def test_example_runs_quick_and_its_claim_holds(script: Path):
     module = NEEDS.get(script.name)
     if module is not None and importlib.util.find_spec(module) is None:
         pytest.skip(f"{script.name} needs {module}")
-    done = subprocess.run(
-        [sys.executable, str(script), "--quick", *EXTRA_ARGS.get(script.name, [])],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,  # a hang guard: gcc_torch_ray takes ~17 s idle
-    )
+    for scale in TIME_SCALES.get(script.name, (None,)):
+        scaled = [] if scale is None else ["--time-scale", str(scale)]
+        done = subprocess.run(
+            [sys.executable, str(script), "--quick", *EXTRA_ARGS.get(script.name, []), *scaled],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=900,  # a hang guard: gcc_torch_ray takes ~17 s idle
+        )
+        if done.returncode == 0:
+            break
     output = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert done.returncode == 0, output
     lines = done.stdout.strip().splitlines()
