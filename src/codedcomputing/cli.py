@@ -767,10 +767,10 @@ def serve(
     ),
     scheme: str = typer.Option(
         "none",
-        help="The scheme and its options in one place, NAME or NAME:key=value,...: none; "
-        "replication:copies=2; hedge:delay=10; coded:code=bacc,k=4,parities=2,tau=10,max_group_wait=20 "
-        "(code bacc, gcc or manifold-gcc; rule=straggling or group); parm:k=4,max_group_wait=20. "
-        "Times in ms; the values shown are the defaults.",
+        help="The scheme and its options in one place, NAME or NAME:key=value,... (e.g. "
+        "coded:k=4,tau=10): none; replication (copies=2); hedge (delay=10); coded (code=bacc, k=4, "
+        "parities=2, tau=10, max_group_wait=20, rule=straggling; code bacc, gcc or manifold-gcc; "
+        "rule straggling or group); parm (k=4, max_group_wait=20). Times in ms; the defaults shown.",
     ),
     replicas: int = typer.Option(4, "--replicas", "-r", min=1, help="R, the model replicas."),
     backend: Backend = typer.Option(
