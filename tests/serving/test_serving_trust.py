@@ -395,3 +395,27 @@ def test_parse_scheme_reads_a_name_and_its_options():
 def test_parse_scheme_names_what_it_refuses(spec, match):
     with pytest.raises(ValueError, match=match):
         serving.parse_scheme(spec)
+
+
+def test_the_simulated_server_fails_a_query_past_its_deadline_as_a_live_one_does():
+    # Replica 0's first task takes 10 units, every other 1: with query_timeout 3, the query
+    # on it fails at its arrival + 3 (a query queued behind it too), the others answer.
+    latencies = np.ones((8, 2))
+    latencies[0, 0] = 10.0
+    service = cc.runtime.delays.Trace(latencies)
+    X = queries(6)
+    arrivals = np.array([0.0, 0.0, 0.5, 4.0, 4.0, 4.5])
+    server = serving.SimulatedServer(2, service, balancer="jsq", seed=0, query_timeout=3.0)
+    record = server.run(serving.NoRedundancy(), arrivals, inputs=X, f=f)
+    failed = record.failed
+    assert 1 <= failed.sum() <= 2 and failed[record.tasks["query"][record.tasks["replica"] == 0][0]]
+    np.testing.assert_allclose(record.answered_at[failed], arrivals[failed] + 3.0)
+    assert np.all(np.isnan(record.estimates[failed])) and not record.exact[failed].any()
+    np.testing.assert_array_equal(record.estimates[~failed], f(X)[~failed])
+    assert record.counts()["failed"] == failed.sum() and record.counts()["own"] == 6 - failed.sum()
+    untimed = serving.SimulatedServer(2, service, balancer="jsq", seed=0).run(
+        serving.NoRedundancy(), arrivals
+    )
+    assert not untimed.failed.any() and untimed.counts()["own"] == 6
+    with pytest.raises(ValueError, match="query_timeout"):
+        serving.SimulatedServer(2, service, query_timeout=0)

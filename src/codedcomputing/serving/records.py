@@ -47,9 +47,10 @@ class ServingRecord:
     ``tasks``: every task, arrays in dispatch order: ``replica``, ``query`` (-1 for a parity),
     ``group``, ``role`` (0 primary, 1 copy, 2 hedge, 3 parity), ``index`` (a parity's number in
     its group), ``dispatched``, ``started`` and ``service`` (NaN for a cancelled task).
-    Live runs (:class:`~codedcomputing.serving.ThreadServer`) also hold ``failed`` (per query:
-    no path could answer it; its ``outcome`` is -1, ``answered_at`` when it failed),
-    ``failed_tasks``, ``master_s`` (the frontend's CPU seconds: ``"frontend"``, ``"encode"``,
+    ``failed`` (per query: it failed, past the server's ``query_timeout`` or, live, because no
+    path could answer it; its ``outcome`` is -1, ``answered_at`` when it failed; None from a
+    server that cannot fail a query). Live runs (:class:`~codedcomputing.serving.ThreadServer`)
+    also hold ``failed_tasks``, ``master_s`` (the frontend's CPU seconds: ``"frontend"``, ``"encode"``,
     ``"decode"``), ``errors`` (scheme errors the frontend caught), ``redispatched`` (per query:
     how many times its task was re-dispatched after its replica was lost; ``tasks["lost"]``
     marks the tasks lost, ``started`` NaN for those queued behind the loss, ``service`` the

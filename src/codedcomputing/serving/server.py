@@ -38,7 +38,7 @@ from collections import deque
 
 import numpy as np
 
-from .._validation import check_choice, check_count, check_flag, check_seed
+from .._validation import check_choice, check_count, check_flag, check_number, check_seed
 from ..runtime.delays import (
     AdditiveExponential,
     Bimodal,
@@ -55,6 +55,7 @@ __all__ = ["BALANCERS", "SimulatedServer"]
 BALANCERS = ("p2c", "jsq")
 _MEMORYLESS = (ShiftedExponential, AdditiveExponential, Pareto, Bimodal)
 _QUEUED, _RUNNING, _DONE, _CANCELLED = 0, 1, 2, 3
+_EXPIRE = object()  # a query's deadline timer: (_EXPIRE, query) on a run's heap
 _OUTCOME_OF_ROLE = {
     PRIMARY: OUTCOMES.index("own"),
     COPY: OUTCOMES.index("replica"),
@@ -79,9 +80,23 @@ class SimulatedServer:
     seed : int, default 0
         Every run draws its service times and its balancer's choices from this seed afresh
         (two independent streams), so runs of different schemes are paired.
+    query_timeout : float or None, default None
+        A query not answered this many virtual seconds after its arrival fails, as on a live
+        server (:class:`~codedcomputing.serving.ThreadServer`): ``record.failed`` marks it, its
+        ``answered_at`` is when it failed, its queued tasks are cancelled, and its estimate
+        (with ``inputs`` and ``f``) is NaN. None: no limit.
     """
 
-    def __init__(self, num_replicas: int, service: DelayModel, *, balancer: str = "p2c", cancel=True, seed=0):
+    def __init__(
+        self,
+        num_replicas: int,
+        service: DelayModel,
+        *,
+        balancer: str = "p2c",
+        cancel=True,
+        seed=0,
+        query_timeout: float | None = None,
+    ):
         self.num_replicas = check_count(num_replicas, "num_replicas", 1)
         if not isinstance(service, DelayModel):
             raise ValueError(f"service must be a codedcomputing.runtime.delays model, got {service!r}")
@@ -89,6 +104,11 @@ class SimulatedServer:
         self.balancer = check_choice(balancer, "balancer", BALANCERS)
         self.cancel = check_flag(cancel, "cancel")
         self.seed = check_seed(seed, "seed")
+        self.query_timeout = (
+            None
+            if query_timeout is None
+            else check_number(query_timeout, "query_timeout", low=0.0, low_open=True, allow_inf=True)
+        )
 
     def run(self, scheme: Scheme, arrivals, *, inputs=None, f=None, trace_load=False) -> ServingRecord:
         """Serve one query per entry of ``arrivals`` (sorted virtual seconds) with ``scheme``.
@@ -126,14 +146,19 @@ class SimulatedServer:
             arrivals,
             check_flag(trace_load, "trace_load"),
         )
+        run.query_timeout = self.query_timeout
         scheme.prepare(arrivals)
         run.simulate(scheme)
+        failed = np.array(run.outcome, dtype=np.int64) == -2
+        run.outcome = [o if o >= 0 else -1 for o in run.outcome]
         record = run.record(scheme.name)
+        record.failed = failed
         if f is not None:
             record.estimates, exact = scheme.outputs(record, inputs, f)
-            record.exact = exact
+            record.estimates[failed] = np.nan
+            record.exact = np.asarray(exact, dtype=bool) & ~failed
         else:
-            record.exact = record.outcome != OUTCOMES.index("decoded")
+            record.exact = (record.outcome != OUTCOMES.index("decoded")) & ~failed
         return record
 
     def __repr__(self) -> str:
@@ -222,9 +247,10 @@ class _Run:
         q = arrivals.size
         self.q_tasks: list[list[int]] = [[] for _ in range(q)]
         self.answered_at = [math.nan] * q
-        self.outcome = [-1] * q
+        self.outcome = [-1] * q  # -2: failed (a query_timeout)
         self.by = [-1] * q
         self.cancelled = 0
+        self.query_timeout = None
 
     # --- what schemes call -------------------------------------------------------------
     def pick(self, exclude=()) -> int:
@@ -284,8 +310,8 @@ class _Run:
             self._load(self.t_replica[task], -1)
 
     def answer(self, query, outcome, replica, task=-1, value=None, exact=True) -> bool:
-        """Answer ``query`` now, unless it already is; True when this answered it."""
-        if self.outcome[query] >= 0:
+        """Answer ``query`` now, unless it already is (or failed); True when this answered it."""
+        if self.outcome[query] != -1:
             return False
         self.answered_at[query], self.outcome[query], self.by[query] = self.now, outcome, replica
         if self.cancel_useless:
@@ -298,7 +324,17 @@ class _Run:
         return self.t_state[task] <= _RUNNING
 
     def answered(self, query: int) -> bool:
-        return self.outcome[query] >= 0
+        """Answered, or failed: nothing more is to be done for it."""
+        return self.outcome[query] != -1
+
+    def expire(self, query: int) -> None:
+        """``query_timeout`` after ``query``'s arrival: fail it if it is still unanswered, and
+        cancel its queued tasks."""
+        if self.outcome[query] != -1:
+            return
+        self.answered_at[query], self.outcome[query] = self.now, -2
+        for task in self.q_tasks[query]:
+            self.cancel(task)
 
     def late_at(self, task: int, threshold: float) -> float:
         """When ``task`` is (or at the earliest will be) *visibly straggling*: running for longer
@@ -355,10 +391,14 @@ class _Run:
                 self.now = time
                 if kind == 0:
                     self._finish(payload, scheme)
+                elif type(payload) is tuple and payload and payload[0] is _EXPIRE:
+                    self.expire(payload[1])
                 else:
                     scheme.timer(self, payload)
             else:
                 self.now = arrivals[nxt]
+                if self.query_timeout is not None and math.isfinite(self.query_timeout):
+                    self.schedule(self.now + self.query_timeout, (_EXPIRE, nxt))
                 scheme.arrive(self, nxt)
                 nxt += 1
 

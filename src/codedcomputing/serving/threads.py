@@ -76,6 +76,7 @@ from .schemes import ParM, Scheme
 from .server import (
     _CANCELLED,
     _DONE,
+    _EXPIRE,
     _QUEUED,
     _RUNNING,
     BALANCERS,
@@ -90,7 +91,6 @@ __all__ = ["Answer", "QueryFailed", "QueryTimeout", "ReplicaLost", "ThreadServer
 FRONTENDS = ("inline", "direct", "events")
 
 _DECODED = OUTCOMES.index("decoded")
-_EXPIRE = object()  # a query's deadline timer: (_EXPIRE, query) on the run's heap
 _ROLES = ("primary", "copy", "hedge", "parity")  # schemes.PRIMARY, COPY, HEDGE, PARITY
 
 
