@@ -292,7 +292,7 @@ def test_close_with_a_timeout_fails_the_queries_a_hung_replica_holds():
         futures = [server.submit(x) for x in np.eye(4)[:2]]  # jsq: one query on each replica
         done, _ = concurrent.futures.wait(futures, timeout=60, return_when="FIRST_COMPLETED")
         assert len(done) == 1  # the healthy replica's
-        with pytest.warns(RuntimeWarning, match="abandoned 1 replica thread.*replica-0"):
+        with pytest.warns(RuntimeWarning, match="abandoned .*replica-0"):
             server.close(timeout=0.05)
     finally:
         release.set()

@@ -92,6 +92,7 @@ FRONTENDS = ("inline", "direct", "events")
 
 _DECODED = OUTCOMES.index("decoded")
 _ROLES = ("primary", "copy", "hedge", "parity")  # schemes.PRIMARY, COPY, HEDGE, PARITY
+JOIN_GRACE_S = 0.5  # close(timeout): how long past the timeout the replica threads may take to end
 
 
 class QueryFailed(RuntimeError):
@@ -307,8 +308,9 @@ class ThreadServer:
         """Stop taking queries, answer every query in flight, then stop the threads.
 
         ``timeout`` (seconds, None: no limit): queries still unanswered then fail with
-        :class:`QueryFailed`, and the close returns within about ``timeout`` even if a replica
-        is stuck in ``f``: such threads are abandoned, named in a :class:`RuntimeWarning`."""
+        :class:`QueryFailed`, and the close returns within ``timeout`` plus
+        :data:`JOIN_GRACE_S` even if a replica is stuck in ``f``: such threads are abandoned,
+        named in a :class:`RuntimeWarning`."""
         with self._gate:
             if self._state != "running":
                 return
@@ -670,8 +672,11 @@ class _LiveRun(_Run):
         with self.mutex:  # what is left (queued tasks never run, hung ones): to the observer
             for unit in list(self.open):
                 self.retire(unit)
-        for thread in self.threads:  # a replica stuck in f is a daemon thread: left behind
-            thread.join(1.0 if ends is None else max(0.0, min(1.0, ends - time.monotonic())))
+        # a replica stuck in f is a daemon thread: left behind. The others see their stop at
+        # once: JOIN_GRACE_S past the timeout lets an idle one wake and end, on a busy machine too
+        joined_by = None if ends is None else max(ends, time.monotonic()) + JOIN_GRACE_S
+        for thread in self.threads:
+            thread.join(1.0 if joined_by is None else max(0.0, min(1.0, joined_by - time.monotonic())))
         stuck = [thread.name for thread in self.threads if thread.is_alive()]
         if stuck:
             warnings.warn(
