@@ -151,3 +151,14 @@ def check_real_array(values, name: str) -> np.ndarray:
     if np.iscomplexobj(arr):
         raise ValueError(f"{name} must hold real numbers, got complex dtype {arr.dtype}")
     return arr.astype(np.float64, copy=False)
+
+
+def number_or_text(text: str):
+    """``text`` read as an int, else a float (``inf`` and ``nan`` included), else itself: a
+    value from a CSV cell or a ``key=value`` option."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text

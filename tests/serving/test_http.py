@@ -404,6 +404,38 @@ def test_create_app_checks_its_arguments():
         create_app(None, SHAPE)
 
 
+def _start_coded_serve(options: list[str], port: int, *, on_poll=None):
+    """``coded serve OPTIONS --port PORT`` in a process of its own on 127.0.0.1, once its
+    ``/health`` answers 200 (at most 300 s); ``on_poll(process)`` at each look. The caller stops it
+    (a signal, else kill); a process that died or never got ready is killed here, and the test
+    fails with its output."""
+    import httpx
+
+    command = [sys.executable, "-c", "from codedcomputing.cli import app; app()", "serve", *options]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    process = subprocess.Popen(
+        [*command, "--port", str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    deadline = time.monotonic() + 300
+    try:
+        while True:
+            assert process.poll() is None, process.stdout.read().decode()
+            assert time.monotonic() < deadline, f"coded serve {' '.join(options)} did not get ready in 300 s"
+            if on_poll is not None:
+                on_poll(process)
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    return process
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+    except BaseException:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        raise
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_coded_serve_drains_in_flight_queries_on_a_signal_and_exits_0(sig):
@@ -411,21 +443,10 @@ def test_coded_serve_drains_in_flight_queries_on_a_signal_and_exits_0(sig):
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    serve = "serve --model identity --input-shape 4 --replicas 2 --service-ms 1000 --port".split()
-    command = [sys.executable, "-c", "from codedcomputing.cli import app; app()", *serve, str(port)]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    serve = "--model identity --input-shape 4 --replicas 2 --service-ms 1000".split()
+    process = _start_coded_serve(serve, port)
+    deadline = time.monotonic() + 300
     try:
-        deadline = time.monotonic() + 300
-        while True:
-            assert process.poll() is None, process.stdout.read().decode()
-            assert time.monotonic() < deadline, "coded serve did not get ready in 300 s"
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
         xs = np.arange(24, dtype=np.float32).reshape(6, 4)
 
         def post(x):
@@ -466,22 +487,10 @@ def test_coded_serve_answers_503_at_its_graceful_timeout_and_exits_soon_after():
     timeout = 1.0
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    serve = "serve --model identity --input-shape 4 --replicas 1 --service-ms 3000 --port".split()
-    options = ["--graceful-timeout", str(timeout)]
-    command = [sys.executable, "-c", "from codedcomputing.cli import app; app()", *serve, str(port), *options]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    serve = "--model identity --input-shape 4 --replicas 1 --service-ms 3000".split()
+    process = _start_coded_serve([*serve, "--graceful-timeout", str(timeout)], port)
+    deadline = time.monotonic() + 300
     try:
-        deadline = time.monotonic() + 300
-        while True:
-            assert process.poll() is None, process.stdout.read().decode()
-            assert time.monotonic() < deadline, "coded serve did not get ready in 300 s"
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
         xs = np.arange(12, dtype=np.float32).reshape(3, 4)
 
         def post(x):
@@ -552,23 +561,10 @@ def test_coded_serve_on_ray_answers_then_drains_and_stops_the_ray_it_started():
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    serve = "serve --model identity --input-shape 4 --replicas 1 --backend ray --port".split()
-    command = [sys.executable, "-c", "from codedcomputing.cli import app; app()", *serve, str(port)]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    serve = "--model identity --input-shape 4 --replicas 1 --backend ray".split()
     started: set[int] = set()
+    process = _start_coded_serve(serve, port, on_poll=lambda p: started.update(_children(p.pid)))
     try:
-        deadline = time.monotonic() + 300
-        while True:
-            assert process.poll() is None, process.stdout.read().decode()
-            assert time.monotonic() < deadline, "coded serve --backend ray did not get ready in 300 s"
-            started |= _children(process.pid)
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
         started |= _children(process.pid)
         response = httpx.post(f"{url}/predict", json={"inputs": [[1.0, -2.0, 3.5, 4.0]]}, timeout=30)
         process.send_signal(signal.SIGTERM)

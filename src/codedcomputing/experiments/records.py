@@ -16,6 +16,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
+from .._validation import number_or_text
+
 __all__ = [
     "COUNT",
     "EXACT_MSE",
@@ -98,14 +100,6 @@ def read_table(path: Path) -> tuple[list[dict], list[tuple[int, int, int]]]:
     fields)`` for each line whose number of fields is not the header's (left out of the rows:
     a file cut short ends in one). Raises ``ValueError`` for a file that is not UTF-8 CSV text."""
 
-    def parse(value: str):
-        for kind in (int, float):
-            try:
-                return kind(value)
-            except ValueError:
-                pass
-        return value
-
     rows, ragged = [], []
     try:
         with Path(path).open(newline="", encoding="utf-8") as handle:
@@ -117,7 +111,7 @@ def read_table(path: Path) -> tuple[list[dict], list[tuple[int, int, int]]]:
                 if len(fields) != len(header):
                     ragged.append((reader.line_num, len(fields), len(header)))
                     continue
-                rows.append({key: parse(value) for key, value in zip(header, fields, strict=True)})
+                rows.append({key: number_or_text(value) for key, value in zip(header, fields, strict=True)})
     except UnicodeDecodeError:
         raise ValueError("it is not UTF-8 text") from None
     except csv.Error as err:

@@ -31,7 +31,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._validation import check_count, check_number
+from .._validation import check_count, check_number, number_or_text
 from ..codes import Code
 
 __all__ = [
@@ -812,14 +812,5 @@ def parse_scheme(spec: str, defaults=None) -> Scheme:
         key = key.strip().replace("-", "_")
         if not equals or not key or not text.strip():
             raise ValueError(f"scheme options must be key=value pairs, got {pair!r} in {spec!r}")
-        options[key] = _option_value(text.strip())
+        options[key] = number_or_text(text.strip())
     return SCHEMES[name].from_options(**options)
-
-
-def _option_value(text: str):
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
