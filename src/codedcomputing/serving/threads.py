@@ -68,7 +68,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_choice, check_count, check_flag, check_number, check_seed
+from .._validation import check_choice, check_count, check_flag, check_number, check_seed, check_shape
 from ..runtime.delays import DelayModel
 from .interference import check_cores
 from .records import OUTCOMES, ServingRecord
@@ -260,7 +260,7 @@ class ThreadServer:
             if query_timeout is None
             else check_number(query_timeout, "query_timeout", low=0.0, low_open=True, allow_inf=True)
         )
-        self.output_shape = None if output_shape is None else _check_shape(output_shape, "output_shape")
+        self.output_shape = None if output_shape is None else check_shape(output_shape, "output_shape")
         if keep_record is True or keep_record is False:
             self.record_limit = keep_record
         else:
@@ -399,16 +399,6 @@ def _check_input(x, spec: list) -> np.ndarray:
     return row
 
 
-def _check_shape(shape, name: str) -> tuple:
-    try:
-        dims = tuple(int(n) for n in shape)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a tuple of non-negative ints, got {shape!r}") from None
-    if any(n < 0 for n in dims) or dims != tuple(shape):
-        raise ValueError(f"{name} must be a tuple of non-negative ints, got {shape!r}")
-    return dims
-
-
 _NUMERIC = "iuf"  # the dtype kinds a result may have: integer, unsigned, floating
 
 
@@ -527,7 +517,7 @@ class _Stats:
     # latency bucket bounds in seconds: 0.1 ms to 100 s, 4 per decade (Prometheus-style, +Inf last)
     BOUNDS = tuple(float(f"{b:.4g}") for b in np.logspace(-4, 2, 25))
 
-    def __init__(self, num_replicas: int):
+    def __init__(self):
         self.queries = dict.fromkeys((*OUTCOMES, "failed"), 0)
         self.latency = {o: [0] * (len(self.BOUNDS) + 1) for o in OUTCOMES}
         self.latency_sum = dict.fromkeys(OUTCOMES, 0.0)
@@ -596,7 +586,7 @@ class _LiveRun(_Run):
         self.unit_members: dict[tuple, list] = {}  # unit -> ([queries], [tasks])
         self.idle: set[tuple] = set()  # units with nothing open: retired at the next settle
         self.observer = _Observer(server.record_limit) if server.record_limit else None
-        self.stats = _Stats(server.num_replicas)
+        self.stats = _Stats()
         self.last_query = last_query
         self.unit = server.time_unit
         self.draws = (
